@@ -1,0 +1,38 @@
+# Two commands do all the set-up: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+PYTEST := $(PY) -m pytest
+
+.PHONY: demo test test-slow bench bench-quick rules verify clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test,bench,distributed]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m taso_relay demo
+
+test: $(STAMP)
+	$(PYTEST) -q -ra
+
+test-slow: $(STAMP)
+	$(PYTEST) -q -ra -m slow
+
+bench: $(STAMP)
+	$(PY) -m bench.run
+
+bench-quick: $(STAMP)
+	$(PY) -m bench.run --quick
+
+rules: $(STAMP)
+	$(PY) -m taso_relay rules generate --max-ops 3 --out rules/taso_k3.json
+
+verify: $(STAMP)
+	$(PY) -m taso_relay rules verify rules/taso_k3.json
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

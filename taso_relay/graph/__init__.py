@@ -1,0 +1,11 @@
+"""The TASO graph form: operator table, immutable graphs, interpreter. Imports no tvm."""
+from .graph import Graph, GraphBuilder, Node, Ref, compact, make_node
+from .interpreter import evaluate, random_feeds
+from .ops import ACTIVATIONS, OPS, OpDef, Pattern, get_op
+from .types import GraphError, NotModelled, ShapeError, TensorType
+
+__all__ = [
+    "Graph", "GraphBuilder", "Node", "Ref", "compact", "make_node", "evaluate", "random_feeds",
+    "ACTIVATIONS", "OPS", "OpDef", "Pattern", "get_op", "GraphError", "NotModelled", "ShapeError",
+    "TensorType",
+]

@@ -1,0 +1,6 @@
+"""The operator table. Importing this package registers every operator."""
+from . import elementwise, layout, linear, norm, pool, reduce, sources  # noqa: F401
+from .activation import ACTIVATIONS
+from .registry import OPS, REQUIRED, OpDef, Pattern, get_op
+
+__all__ = ["OPS", "REQUIRED", "OpDef", "Pattern", "get_op", "ACTIVATIONS"]

@@ -1,0 +1,89 @@
+"""Normalisations and softmax: reductions with a per-element epilogue."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..types import TensorType
+from .registry import OpDef, Pattern, fail, register
+
+
+def _axis(op, axis, types):
+    rank = types[0].rank
+    if not -rank <= axis < rank:
+        raise fail(op, f"axis {axis} out of range for rank {rank}", types)
+    return axis % rank
+
+
+def batch_norm_infer(types, attrs):
+    x = types[0]
+    axis = _axis("batch_norm", attrs["axis"], types)
+    for t in types[1:]:
+        if t.shape != (x.shape[axis],):
+            raise fail("batch_norm", f"parameters must have shape ({x.shape[axis]},)", types)
+    return [x]
+
+
+def _batch_norm_ref(xs, attrs):
+    x, gamma, beta, mean, var = xs
+    shape = [1] * x.ndim
+    shape[attrs["axis"]] = -1
+    r = lambda v: np.reshape(v, shape)  # noqa: E731
+    out = (x - r(mean)) / np.sqrt(r(var) + attrs["epsilon"]) * r(gamma) + r(beta)
+    return [out.astype(x.dtype)]
+
+
+def _canon_axis(types, attrs):
+    attrs["axis"] = int(attrs["axis"]) % types[0].rank
+    return attrs
+
+
+register(OpDef("batch_norm", 5, {"axis": 1, "epsilon": 1e-5}, batch_norm_infer, _batch_norm_ref,
+               None, Pattern.BROADCAST, canon=_canon_axis,
+               doc="Inference batch norm: inputs x, gamma, beta, moving mean, moving var."))
+
+
+def layer_norm_infer(types, attrs):
+    x, gamma, beta = types
+    axes = sorted(a % x.rank for a in attrs["axes"])
+    norm_shape = tuple(x.shape[a] for a in axes)
+    if gamma.shape != norm_shape or beta.shape != norm_shape:
+        raise fail("layer_norm", f"gamma and beta must have shape {list(norm_shape)}", types)
+    return [x]
+
+
+def _layer_norm_ref(xs, attrs):
+    x, gamma, beta = xs
+    axes = tuple(attrs["axes"])
+    x64 = x.astype(np.float64)
+    mean = x64.mean(axis=axes, keepdims=True)
+    var = x64.var(axis=axes, keepdims=True)
+    out = (x64 - mean) / np.sqrt(var + attrs["epsilon"])
+    if attrs["scale"]:
+        out = out * gamma
+    if attrs["center"]:
+        out = out + beta
+    return [out.astype(x.dtype)]
+
+
+def _canon_axes(types, attrs):
+    attrs["axes"] = tuple(sorted(int(a) % types[0].rank for a in attrs["axes"]))
+    return attrs
+
+
+register(OpDef("layer_norm", 3, {"axes": (-1,), "epsilon": 1e-5, "center": True, "scale": True},
+               layer_norm_infer, _layer_norm_ref, None, Pattern.REDUCE, canon=_canon_axes))
+
+
+def softmax_infer(types, attrs):
+    _axis("softmax", attrs["axis"], types)
+    return [types[0]]
+
+
+def _softmax_ref(xs, attrs):
+    x = xs[0]
+    e = np.exp(x - x.max(axis=attrs["axis"], keepdims=True))
+    return [(e / e.sum(axis=attrs["axis"], keepdims=True)).astype(x.dtype)]
+
+
+register(OpDef("softmax", 1, {"axis": -1}, softmax_infer, _softmax_ref, None, Pattern.REDUCE,
+               canon=_canon_axis))
