@@ -8,7 +8,8 @@ models share (conv+bn+relu, pools, linear layers, classifier head).
 
 Weight conventions (chosen so activations stay finite and of order one):
 
-* conv / linear weights: He normal, ``std = sqrt(2 / fan_in)``;
+* conv / linear weights: He normal, ``std = sqrt(2 / fan_in)`` (``gain`` 1
+  instead of 2 where the input is not the output of a ReLU);
 * biases and BN shifts: small normal (``SMALL_STD``);
 * BN scale ``gamma`` and running variance: uniform in ``UNIT_RANGE`` (around
   one, strictly positive); running mean: small normal.
@@ -35,6 +36,8 @@ OPSET = 17
 IR_VERSION = 8
 PRODUCER = "taso_relay.bench"
 
+RELU_GAIN = 2.0
+LINEAR_GAIN = 1.0
 SMALL_STD = 0.05
 UNIT_RANGE = (0.5, 1.5)
 
@@ -59,13 +62,17 @@ class GraphBuilder:
         self.nodes: list[onnx.NodeProto] = []
         self.initializers: list[onnx.TensorProto] = []
         self.inputs: list[onnx.ValueInfoProto] = []
-        self._used: dict[str, int] = {}
+        self._taken: set[str] = set()
 
     # ------------------------------------------------------------ naming
     def unique(self, base: str) -> str:
-        count = self._used.get(base, 0)
-        self._used[base] = count + 1
-        return base if count == 0 else f"{base}_{count}"
+        """``base``, or ``base_N`` with the first free N (one namespace for all)."""
+        name, count = base, 0
+        while name in self._taken:
+            count += 1
+            name = f"{base}_{count}"
+        self._taken.add(name)
+        return name
 
     # ------------------------------------------------------------ tensors
     def add_input(self, shape: Sequence[int], name: str = "input") -> str:
@@ -86,8 +93,11 @@ class GraphBuilder:
     def scalar(self, value: float, name: str) -> str:
         return self.const(np.asarray(value, dtype=np.float32), name)
 
-    def he_weight(self, shape: Sequence[int], fan_in: int, name: str) -> str:
-        std = math.sqrt(2.0 / fan_in)
+    def he_weight(self, shape: Sequence[int], fan_in: int, name: str,
+                  gain: float = RELU_GAIN) -> str:
+        """Normal weights with variance ``gain / fan_in``: gain 2 keeps the
+        scale after a ReLU-rectified input, gain 1 after a non-rectified one."""
+        std = math.sqrt(gain / fan_in)
         return self.const(self._normal(shape, std), name)
 
     def small(self, shape: Sequence[int], name: str) -> str:
@@ -125,11 +135,12 @@ class GraphBuilder:
     # ------------------------------------------------------------ CNN layers
     def conv(self, x: str, cin: int, cout: int, kernel: IntOrPair, stride: IntOrPair = 1,
              pad: IntOrPair = 0, groups: int = 1, bias: bool = False,
-             name: str = "conv") -> str:
+             gain: float = RELU_GAIN, name: str = "conv") -> str:
         kh, kw = _pair(kernel)
         ph, pw = _pair(pad)
         fan_in = cin // groups * kh * kw
-        inputs = [x, self.he_weight([cout, cin // groups, kh, kw], fan_in, f"{name}.weight")]
+        weight = self.he_weight([cout, cin // groups, kh, kw], fan_in, f"{name}.weight", gain)
+        inputs = [x, weight]
         if bias:
             inputs.append(self.small([cout], f"{name}.bias"))
         return self.op("Conv", inputs, name, kernel_shape=[kh, kw], strides=list(_pair(stride)),
@@ -138,8 +149,8 @@ class GraphBuilder:
     def batchnorm(self, x: str, channels: int, eps: float = 1e-5, gamma_scale: float = 1.0,
                   name: str = "bn") -> str:
         """Inference-mode BN; ``gamma_scale`` < 1 damps a residual branch (see module doc)."""
-        gamma = self.rng.uniform(*UNIT_RANGE, size=channels).astype(np.float32) * gamma_scale
-        params = [self.const(gamma, f"{name}.weight"),
+        gamma = self.rng.uniform(*UNIT_RANGE, size=channels) * gamma_scale
+        params = [self.const(gamma.astype(np.float32), f"{name}.weight"),
                   self.small([channels], f"{name}.bias"),
                   self.small([channels], f"{name}.running_mean"),
                   self.near_one([channels], f"{name}.running_var")]
@@ -165,7 +176,8 @@ class GraphBuilder:
                        count_include_pad=int(count_include_pad))
 
     def classifier(self, x: str, channels: int, classes: int, name: str = "fc") -> str:
-        """GlobalAveragePool -> Flatten -> Gemm, as torchvision models export."""
+        """GlobalAveragePool -> Flatten -> Gemm (as torchvision models export);
+        the Gemm result is the tensor named ``output``."""
         y = self.op("GlobalAveragePool", [x], "avgpool")
         y = self.op("Flatten", [y], "flatten", axis=1)
         w = self.he_weight([classes, channels], channels, f"{name}.weight")
