@@ -54,6 +54,9 @@ def make_node(op: str, inputs: Sequence[Ref], input_types: Sequence[TensorType],
     if opdef.canon is not None:
         filled = dict(opdef.normalize_attrs(given))
         try:
+            # Check the spelling given first: canonicalisation wraps axes modulo the rank,
+            # which would silently accept an out-of-range axis.
+            opdef.infer(list(input_types), dict(filled))
             given = opdef.canon(list(input_types), filled)
         except (IndexError, ZeroDivisionError, TypeError) as exc:
             raise ShapeError(f"{op}: bad attributes {given}: {exc}") from None

@@ -44,7 +44,7 @@ register(OpDef("batch_norm", 5, {"axis": 1, "epsilon": 1e-5}, batch_norm_infer, 
 
 def layer_norm_infer(types, attrs):
     x, gamma, beta = types
-    axes = sorted(a % x.rank for a in attrs["axes"])
+    axes = sorted(_axis("layer_norm", a, types) for a in attrs["axes"])
     norm_shape = tuple(x.shape[a] for a in axes)
     if gamma.shape != norm_shape or beta.shape != norm_shape:
         raise fail("layer_norm", f"gamma and beta must have shape {list(norm_shape)}", types)

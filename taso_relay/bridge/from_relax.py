@@ -1,0 +1,286 @@
+"""Relax function (its dataflow blocks) -> Graph plus the Signature to rebuild it.
+
+Parameters become `input` nodes, constants `weight` nodes (value in
+Graph.values, the very relax constant in Graph.payloads under the weight's
+name), modelled calls graph operators and everything else `opaque` nodes
+that keep the original call. A function the graph form cannot hold exactly
+(symbolic shapes, non-tensor parameters, bindings outside dataflow blocks,
+match_cast, shape values...) is refused with `Unsupported`; the public
+`graph_from_function` turns that into a one-line warning and None, so the
+caller leaves the function unchanged.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from tvm import relax
+from tvm.ir.expr import Constant
+
+from ..graph import Graph, GraphBuilder, GraphError, Ref, TensorType
+from . import ops_table
+from .ops_table import Unsupported, tensor_spec
+from .records import CallRecord, Export, ExportRef, Signature, is_tensor_leaf, is_value_var, leaves, template_key
+
+
+class NothingToDo(Unsupported):
+    """The function has no bindings at all: nothing to optimize, nothing to warn about."""
+
+
+class Imported(NamedTuple):
+    graph: Graph
+    signature: Signature
+
+
+@dataclass(frozen=True)
+class TupleVal:
+    """A tuple-typed Relax value: items are Refs, TupleVals, or None (an unused batch-norm statistic)."""
+
+    items: tuple
+
+
+def function_name(func, default: str = "main") -> str:
+    attrs = func.attrs or {}
+    return str(attrs["global_symbol"]) if "global_symbol" in attrs else default
+
+
+def graph_from_function(func, name: str | None = None) -> Imported | None:
+    """The graph of `func`, or None with a warning when the function must stay unchanged."""
+    name = name or function_name(func)
+    try:
+        return import_function(func, name)
+    except NothingToDo:
+        return None
+    except Unsupported as exc:
+        warnings.warn(f"taso_relay: leaving function '{name}' unchanged: {exc}", stacklevel=2)
+        return None
+
+
+def import_function(func, name: str = "main") -> Imported:
+    """Like graph_from_function but raises Unsupported (NothingToDo when there is nothing to convert)."""
+    if not isinstance(func, relax.Function):
+        raise Unsupported(f"not a relax function ({type(func).__name__})")
+    return _Importer(func, name).run()
+
+
+class _Importer:
+    def __init__(self, func, name: str):
+        self.func, self.name = func, name
+        self.builder = GraphBuilder()
+        self.env: dict[Any, Any] = {}  # relax Var -> Ref | TupleVal
+        self.outputs: dict[Ref, int] = {}
+        self.weights: dict[int, Ref] = {}  # constant handle -> weight node
+        self.names: set[str] = set()
+        self.records: dict[str, list] = {}  # payload key -> [call, leaves, tgi list]
+        self.owner: dict[Any, str] = {}  # tuple-typed var -> payload key of the call that made it
+        self.uses: dict[Any, list] = {}
+
+    # ---- driver ---------------------------------------------------------------
+    def run(self) -> Imported:
+        func, body = self.func, self.func.body
+        params = self._params()
+        if not isinstance(body, relax.SeqExpr):
+            raise Unsupported("body is not a sequence of binding blocks")
+        bindings = [b for block in body.blocks for b in block.bindings]
+        if not bindings:
+            raise NothingToDo("no bindings")
+        if any(not isinstance(block, relax.DataflowBlock) and len(block.bindings) for block in body.blocks):
+            raise Unsupported("bindings outside a dataflow block")
+        self._count_uses(bindings, body.body)
+        exports: list[Export] = []
+        export_of: dict[Any, int] = {}
+        for binding in bindings:
+            if not isinstance(binding, relax.VarBinding):
+                raise Unsupported(f"{type(binding).__name__} binding of '{binding.var.name}'")
+            self._bind(binding.var, binding.value)
+            if not isinstance(binding.var, relax.DataflowVar):
+                export_of[binding.var] = len(exports)
+                direct = isinstance(binding.value, (relax.Call, relax.TupleGetItem))
+                exports.append(Export(self._structure(self.env[binding.var]), direct))
+        result = self._result(body.body, export_of)
+        for key, (call, leaf_arity, tgi) in self.records.items():
+            self.builder.payloads[key] = CallRecord(call, tuple(leaf_arity), tuple(tgi))
+        graph = self.builder.build(sorted(self.outputs, key=self.outputs.get))
+        attrs = dict(func.attrs) if func.attrs is not None else {}
+        signature = Signature(self.name, tuple(func.params), tuple(params), tuple(exports), result, attrs,
+                              bool(func.is_pure))
+        return Imported(graph, signature)
+
+    def _params(self) -> list[str]:
+        names = []
+        for p in self.func.params:
+            if not isinstance(p.ty, relax.TensorType):
+                raise Unsupported(f"parameter '{p.name}' is not a tensor ({p.ty})")
+            shape, dtype = tensor_spec(p.ty)
+            name = self._unique(p.name or "input")
+            self.env[p] = self.builder.input(name, shape, dtype)
+            names.append(name)
+        return names
+
+    def _unique(self, base: str) -> str:
+        name, k = base, 0
+        while name in self.names:
+            k += 1
+            name = f"{base}_{k}"
+        self.names.add(name)
+        return name
+
+    def _count_uses(self, bindings, result) -> None:
+        def visit(expr, user):
+            if is_value_var(expr):
+                self.uses.setdefault(expr, []).append(user)
+            elif isinstance(expr, relax.Tuple):
+                for f in expr.fields:
+                    visit(f, user)
+            elif isinstance(expr, relax.TupleGetItem):
+                visit(expr.tuple_value, user)
+            elif isinstance(expr, relax.Call):
+                visit(expr.op, user)
+                for a in expr.args:
+                    visit(a, user)
+        for b in bindings:
+            visit(b.value, b)
+        visit(result, None)
+
+    # ---- one binding ----------------------------------------------------------
+    def _bind(self, var, value) -> None:
+        if not isinstance(var.ty, (relax.TensorType, relax.TupleType)):
+            raise Unsupported(f"'{var.name}' is not a tensor or tuple ({var.ty})")
+        if isinstance(value, relax.Call):
+            self.env[var] = self._call(var, value)
+        elif isinstance(value, relax.TupleGetItem):
+            self.env[var] = self._item(var, value)
+        elif isinstance(value, (relax.Tuple, Constant)) or is_value_var(value):
+            self.env[var] = self._value(value)
+        else:
+            raise Unsupported(f"'{var.name}' is bound to a {type(value).__name__}")
+
+    def _value(self, expr):
+        """The graph value of a variable, constant or tuple expression."""
+        if isinstance(expr, Constant):
+            return self._weight(expr)
+        if isinstance(expr, relax.Tuple):
+            return TupleVal(tuple(self._value(f) for f in expr.fields))
+        if is_value_var(expr) and expr in self.env:
+            return self.env[expr]
+        raise Unsupported(f"cannot read {type(expr).__name__} '{expr}'")
+
+    def _weight(self, const) -> Ref:
+        handle = const.__chandle__()
+        if handle not in self.weights:
+            shape, dtype = tensor_spec(const.ty)
+            name = self._unique(f"const{len(self.weights)}")
+            self.weights[handle] = self.builder.weight(name, shape, dtype, value=const.value.numpy())
+            self.builder.payloads[name] = const
+        return self.weights[handle]
+
+    def _item(self, var, tgi):
+        source = tgi.tuple_value
+        if not is_value_var(source) or not isinstance(self.env.get(source), TupleVal):
+            raise Unsupported(f"'{var.name}' indexes a value that is not a known tuple")
+        if source in self.owner:
+            self.records[self.owner[source]][2].append(int(tgi.index))
+        item = self.env[source].items[int(tgi.index)]
+        if item is None and self.uses.get(var):
+            raise Unsupported(f"'{var.name}' uses a batch-norm statistic")  # excluded by _bn_stats_used
+        return item
+
+    def _call(self, var, call):
+        try:
+            return self._modelled(var, call)
+        except (Unsupported, GraphError):
+            return self._opaque(var, call)
+
+    def _modelled(self, var, call):
+        op, attrs, args = ops_table.import_call(call)
+        if op == "batch_norm" and self._bn_stats_used(var):
+            raise Unsupported("batch_norm whose running statistics are used")
+        inputs = []
+        for a in args:
+            value = self._value(a)
+            if op == "concat" and isinstance(value, TupleVal) and all(isinstance(v, Ref) for v in value.items):
+                inputs.extend(value.items)  # concat of a tuple variable
+                continue
+            if not isinstance(value, Ref):
+                raise Unsupported(f"{op} takes a tuple argument")
+            inputs.append(value)
+        node = self.builder.add(op, inputs, **attrs)
+        index = len(self.builder.nodes) - 1
+        expected = _result_types(call.ty)
+        if op == "batch_norm":
+            expected = expected[:1]
+        if list(node.types) != expected:
+            self.builder.nodes.pop()
+            raise Unsupported(f"{op}: graph type {list(map(str, node.types))} != relax type {call.ty}")
+        key = template_key(node.op, node.attrs, [self.builder.type_of(r) for r in inputs])
+        if key not in self.records and len(list(leaves(call.args, is_tensor_leaf))) == len(inputs):
+            self.records[key] = [call, [None] * len(inputs), []]
+        if isinstance(call.ty, relax.TupleType):
+            if key in self.records and self.records[key][0].same_as(call):
+                self.owner[var] = key
+            items = [Ref(index, k) for k in range(len(node.types))]
+            items += [None] * (len(call.ty.fields) - len(items))
+            return TupleVal(tuple(items))
+        return Ref(index, 0)
+
+    def _bn_stats_used(self, var) -> bool:
+        for user in self.uses.get(var, []):
+            value = getattr(user, "value", None)
+            if not isinstance(value, relax.TupleGetItem):
+                return True
+            if int(value.index) != 0 and self.uses.get(user.var):
+                return True
+        return False
+
+    def _opaque(self, var, call):
+        if is_value_var(call.op):
+            raise Unsupported(f"'{var.name}' calls a local function value")
+        inputs, arity = [], []
+        for leaf in leaves(call.args, is_value_var):
+            value = self._value(leaf)
+            if isinstance(value, Ref):
+                inputs.append(value)
+                arity.append(None)
+            elif all(isinstance(v, Ref) for v in value.items):
+                inputs.extend(value.items)
+                arity.append(len(value.items))
+            else:
+                raise Unsupported(f"'{var.name}': nested tuple argument of an opaque call")
+        types = _result_types(call.ty)
+        key = f"opaque{len(self.records)}:{var.name}"
+        label = getattr(call.op, "name", None) or getattr(call.op, "name_hint", None) or type(call.op).__name__
+        refs = self.builder.opaque(inputs, types, None, key, label=str(label))
+        self.records[key] = [call, arity, []]
+        if isinstance(call.ty, relax.TupleType):
+            self.owner[var] = key
+            return TupleVal(tuple(refs))
+        return refs[0]
+
+    # ---- outputs ----------------------------------------------------------------
+    def _structure(self, value):
+        if isinstance(value, Ref):
+            if value not in self.outputs:
+                self.outputs[value] = len(self.outputs)
+            return self.outputs[value]
+        if isinstance(value, TupleVal):
+            return tuple(self._structure(v) for v in value.items)
+        raise Unsupported("a batch-norm statistic leaves the dataflow block")
+
+    def _result(self, expr, export_of):
+        if is_value_var(expr) and expr in export_of:
+            return ExportRef(export_of[expr])
+        if isinstance(expr, relax.Tuple):
+            return tuple(self._result(f, export_of) for f in expr.fields)
+        return self._structure(self._value(expr))
+
+
+def _result_types(ty) -> list[TensorType]:
+    """Tensor types of a call's result: one tensor, or a flat tuple of tensors."""
+    if isinstance(ty, relax.TensorType):
+        return [TensorType(*tensor_spec(ty))]
+    if isinstance(ty, relax.TupleType):
+        if not all(isinstance(f, relax.TensorType) for f in ty.fields):
+            raise Unsupported(f"nested or non-tensor tuple result {ty}")
+        return [TensorType(*tensor_spec(f)) for f in ty.fields]
+    raise Unsupported(f"result of type {ty} is not a tensor")

@@ -1,0 +1,385 @@
+"""Relax operator names and attribute spellings <-> graph-form operators.
+
+The only place that knows how Relax spells an operator. Importers read a
+relax Call into (graph op, attributes, tensor arguments) or raise
+`Unsupported`, which makes the call an opaque node: a call whose attributes
+the graph form cannot express exactly (another out_dtype, an out_layout
+different from the input layout, batch norm in training mode, ...) must keep
+its meaning, so it is never approximated. Exporters build the Relax
+expression of a graph node from its attributes.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+from tvm import relax
+
+from ..graph.ops.sources import constant_value
+
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+
+
+class Unsupported(Exception):
+    """This call (or function) cannot be expressed in the graph form; the message says why."""
+
+
+# ---- reading Relax values ----------------------------------------------------
+def static_shape(ty) -> tuple[int, ...]:
+    """The shape of a TensorType as ints; raises Unsupported for unknown or symbolic dims."""
+    if not isinstance(ty, relax.TensorType):
+        raise Unsupported(f"expected a tensor, got {ty}")
+    if ty.shape is None or ty.ndim < 0:
+        raise Unsupported(f"tensor of unknown shape {ty}")
+    dims = []
+    for d in ty.shape.values:
+        if not isinstance(getattr(d, "value", None), int):
+            raise Unsupported(f"symbolic dimension '{d}' in {ty}")
+        dims.append(int(d.value))
+    return tuple(dims)
+
+
+def dtype_of(ty) -> str:
+    dtype = str(ty.dtype)
+    if dtype in ("", "void"):
+        raise Unsupported(f"tensor of unknown dtype {ty}")
+    return dtype
+
+
+def tensor_spec(ty) -> tuple[tuple[int, ...], str]:
+    return static_shape(ty), dtype_of(ty)
+
+
+def as_int(expr) -> int:
+    """An int from a python int, IntImm or PrimValue."""
+    while not isinstance(expr, int):
+        value = getattr(expr, "value", None)
+        if value is None or value is expr:
+            raise Unsupported(f"not a constant integer: {expr}")
+        expr = value
+    return int(expr)
+
+
+def int_tuple(expr) -> tuple[int, ...]:
+    fields = getattr(expr, "fields", None)
+    if fields is None:
+        fields = getattr(expr, "values", None)  # ShapeExpr
+    if fields is None:
+        raise Unsupported(f"not a constant integer tuple: {expr}")
+    return tuple(as_int(f) for f in fields)
+
+
+def _ints(values) -> tuple[int, ...]:
+    return tuple(int(v) for v in values)
+
+
+def _in_dtype(call, i=0) -> str:
+    return dtype_of(call.args[i].ty)
+
+
+def _default_out_dtype(call) -> None:
+    """out_dtype None/void, or equal to the input dtype, is the graph form's semantics."""
+    out = call.attrs.out_dtype
+    if out is not None and str(out) not in ("", "void", _in_dtype(call)):
+        raise Unsupported(f"{call.op.name} with out_dtype={out}")
+
+
+def _same_out_layout(call, layout: str) -> None:
+    out = call.attrs.out_layout
+    if out is not None and str(out) not in ("", layout):
+        raise Unsupported(f"{call.op.name} with out_layout={out} != {layout}")
+
+
+def _float_only(call) -> None:
+    if _in_dtype(call) not in FLOAT_DTYPES:
+        raise Unsupported(f"{call.op.name} on {_in_dtype(call)}")
+
+
+# ---- importers: Call -> (op, attrs, tensor args) ------------------------------
+Reading = tuple[str, dict, list]
+Importer = Callable[[Any], Reading]
+
+
+def _conv2d(call) -> Reading:
+    a = call.attrs
+    _default_out_dtype(call)
+    _same_out_layout(call, str(a.data_layout))
+    return "conv2d", {"strides": _ints(a.strides), "padding": _ints(a.padding), "dilation": _ints(a.dilation),
+                      "groups": int(a.groups), "data_layout": str(a.data_layout),
+                      "kernel_layout": str(a.kernel_layout)}, list(call.args)
+
+
+def _matmul(call) -> Reading:
+    _default_out_dtype(call)
+    return "matmul", {}, list(call.args)
+
+
+def _pool(op: str) -> Importer:
+    def read(call) -> Reading:
+        a = call.attrs
+        _same_out_layout(call, str(a.layout))
+        attrs = {"kernel": _ints(a.pool_size), "strides": _ints(a.strides), "padding": _ints(a.padding),
+                 "dilation": _ints(a.dilation), "ceil_mode": bool(a.ceil_mode), "layout": str(a.layout)}
+        if op == "avg_pool2d":
+            attrs["count_include_pad"] = bool(a.count_include_pad)
+        return op, attrs, list(call.args)
+    return read
+
+
+def _batch_norm(call) -> Reading:
+    a = call.attrs
+    if bool(a.training):
+        raise Unsupported("batch_norm in training mode (uses batch statistics)")
+    if not (bool(a.center) and bool(a.scale)):
+        raise Unsupported("batch_norm without center or scale")
+    return "batch_norm", {"axis": int(a.axis), "epsilon": float(a.epsilon)}, list(call.args)
+
+
+def _layer_norm(call) -> Reading:
+    a = call.attrs
+    # TVM's legalization ignores center/scale, so only the default is safe to model.
+    if not (bool(a.center) and bool(a.scale)):
+        raise Unsupported("layer_norm without center or scale")
+    return "layer_norm", {"axes": _ints(a.axes), "epsilon": float(a.epsilon)}, list(call.args)
+
+
+def _softmax(call) -> Reading:
+    return "softmax", {"axis": int(call.attrs.axis)}, list(call.args)
+
+
+def _concat(call) -> Reading:
+    if call.attrs.axis is None:
+        raise Unsupported("concat with axis=None (flattening)")
+    fields = getattr(call.args[0], "fields", None)  # None: a tuple variable, expanded by the importer
+    return "concat", {"axis": int(call.attrs.axis)}, list(fields) if fields is not None else [call.args[0]]
+
+
+def _split(call) -> Reading:
+    x = call.args[0]
+    shape = static_shape(x.ty)
+    axis = int(call.attrs.axis) % len(shape)
+    dim = shape[axis]
+    ios = call.attrs.indices_or_sections
+    if isinstance(getattr(ios, "value", ios), int):
+        n = as_int(ios)
+        if n <= 0 or dim % n:
+            raise Unsupported(f"split into {n} sections of an axis of size {dim}")
+        sizes = (dim // n,) * n
+    else:
+        bounds = [0] + [min(max(as_int(i), 0), dim) for i in ios] + [dim]
+        sizes = tuple(b - a for a, b in zip(bounds, bounds[1:]))
+    if any(s <= 0 for s in sizes):
+        raise Unsupported(f"split with an empty part (sizes {list(sizes)})")
+    return "split", {"axis": axis, "sizes": sizes}, [x]
+
+
+def _permute_dims(call) -> Reading:
+    x = call.args[0]
+    rank = len(static_shape(x.ty))
+    axes = call.attrs.axes
+    perm = tuple(reversed(range(rank))) if axes is None else tuple(int(a) % rank for a in axes)
+    return "transpose", {"perm": perm}, [x]
+
+
+def _reshape(call) -> Reading:
+    return "reshape", {"shape": static_shape(call.ty)}, [call.args[0]]
+
+
+def _broadcast_to(call) -> Reading:
+    return "broadcast_to", {"shape": static_shape(call.ty)}, [call.args[0]]
+
+
+def _strided_slice(call) -> Reading:
+    x, axes, begin, end = call.args[:4]
+    strides = int_tuple(call.args[4]) if len(call.args) > 4 and call.args[4] is not None else ()
+    return "strided_slice", {"axes": int_tuple(axes), "begin": int_tuple(begin), "end": int_tuple(end),
+                             "strides": strides}, [x]
+
+
+def _squeeze(call) -> Reading:
+    x = call.args[0]
+    shape = static_shape(x.ty)
+    axis = call.attrs.axis
+    axes = tuple(i for i, d in enumerate(shape) if d == 1) if axis is None else _ints(axis)
+    return "squeeze", {"axes": axes}, [x]
+
+
+def _expand_dims(call) -> Reading:
+    return "expand_dims", {"axes": _ints(call.attrs.axis)}, [call.args[0]]
+
+
+def _reduce(op: str) -> Importer:
+    def read(call) -> Reading:
+        axis = call.attrs.axis
+        return op, {"axes": () if axis is None else _ints(axis), "keepdims": bool(call.attrs.keepdims)}, \
+            [call.args[0]]
+    return read
+
+
+def _astype(call) -> Reading:
+    return "cast", {"dtype": str(call.attrs.dtype)}, [call.args[0]]
+
+
+def _pad(call) -> Reading:
+    a = call.attrs
+    if str(a.pad_mode) != "constant":
+        raise Unsupported(f"pad mode {a.pad_mode}")
+    return "pad", {"pad_width": _ints(a.pad_width), "value": float(a.pad_value)}, [call.args[0]]
+
+
+def _plain(op: str, floats_only: bool = False) -> Importer:
+    def read(call) -> Reading:
+        if floats_only:
+            _float_only(call)
+        return op, {}, list(call.args)
+    return read
+
+
+UNARY_RELAX = {
+    "relu": "relax.nn.relu", "sigmoid": "relax.sigmoid", "tanh": "relax.tanh", "gelu": "relax.nn.gelu",
+    "gelu_tanh": "relax.nn.gelu_tanh", "silu": "relax.nn.silu", "erf": "relax.erf", "exp": "relax.exp",
+    "log": "relax.log", "sqrt": "relax.sqrt", "rsqrt": "relax.rsqrt", "neg": "relax.negative",
+    "abs": "relax.abs",
+}
+EXACT_ON_INTEGERS = ("relu", "neg", "abs")
+BINARY_RELAX = {
+    "add": "relax.add", "sub": "relax.subtract", "mul": "relax.multiply", "div": "relax.divide",
+    "pow": "relax.power", "maximum": "relax.maximum", "minimum": "relax.minimum",
+}
+
+IMPORTERS: dict[str, Importer] = {
+    "relax.nn.conv2d": _conv2d,
+    "relax.matmul": _matmul,
+    "relax.nn.max_pool2d": _pool("max_pool2d"),
+    "relax.nn.avg_pool2d": _pool("avg_pool2d"),
+    "relax.nn.batch_norm": _batch_norm,
+    "relax.nn.layer_norm": _layer_norm,
+    "relax.nn.softmax": _softmax,
+    "relax.concat": _concat,
+    "relax.split": _split,
+    "relax.permute_dims": _permute_dims,
+    "relax.reshape": _reshape,
+    "relax.broadcast_to": _broadcast_to,
+    "relax.strided_slice": _strided_slice,
+    "relax.squeeze": _squeeze,
+    "relax.expand_dims": _expand_dims,
+    "relax.astype": _astype,
+    "relax.nn.pad": _pad,
+    **{f"relax.{op}": _reduce(op) for op in ("sum", "mean", "max", "min")},
+    **{name: _plain(op, op not in EXACT_ON_INTEGERS) for op, name in UNARY_RELAX.items()},
+    **{name: _plain(op, op in ("div", "pow")) for op, name in BINARY_RELAX.items()},
+}
+
+
+def import_call(call) -> Reading:
+    """(graph op, attrs, tensor arguments) of a Relax call, or Unsupported."""
+    name = getattr(call.op, "name", None)
+    importer = IMPORTERS.get(name) if isinstance(name, str) else None
+    if importer is None:
+        raise Unsupported(f"{name or call.op} is not modelled")
+    return importer(call)
+
+
+# ---- exporters: graph node -> Relax expression ---------------------------------
+Emit = Callable[[Any], Any]  # binds an expression, returns its variable
+op = relax.op
+
+
+def _activation(expr, activation: str, emit: Emit):
+    if activation == "none":
+        return expr
+    return _UNARY_MAKERS[activation](emit(expr))
+
+
+def _conv2d_out(a, xs, ts, emit):
+    conv = op.nn.conv2d(xs[0], xs[1], strides=a["strides"], padding=a["padding"], dilation=a["dilation"],
+                        groups=a["groups"], data_layout=a["data_layout"], kernel_layout=a["kernel_layout"],
+                        out_layout=a["data_layout"])
+    return _activation(conv, a["activation"], emit)
+
+
+def _pool_out(kind):
+    def make(a, xs, ts, emit):
+        return getattr(op.nn, kind)(xs[0], pool_size=a["kernel"], strides=a["strides"], padding=a["padding"],
+                                    dilation=a["dilation"], ceil_mode=a["ceil_mode"],
+                                    count_include_pad=a.get("count_include_pad", False), layout=a["layout"],
+                                    out_layout=a["layout"])
+    return make
+
+
+def _split_out(a, xs, ts, emit):
+    sizes = a["sizes"]
+    if len(set(sizes)) == 1:
+        return op.split(xs[0], len(sizes), axis=a["axis"])
+    return op.split(xs[0], [int(v) for v in np.cumsum(sizes)[:-1]], axis=a["axis"])
+
+
+def _enlarge_out(a, xs, ts, emit):
+    kh, kw = a["kernel"]
+    ph, pw = (kh - ts[0].shape[2]) // 2, (kw - ts[0].shape[3]) // 2
+    return op.nn.pad(xs[0], [0, 0, 0, 0, ph, ph, pw, pw])
+
+
+def _identity_or(make):
+    """squeeze/expand_dims with no axes are the identity (Relax would read [] as 'all')."""
+    def build(a, xs, ts, emit):
+        return xs[0] if not a["axes"] else make(a, xs)
+    return build
+
+
+def _reduce_out(name):
+    return lambda a, xs, ts, emit: getattr(op, name)(xs[0], axis=list(a["axes"]) or None, keepdims=a["keepdims"])
+
+
+_UNARY_MAKERS = {
+    "relu": op.nn.relu, "sigmoid": op.sigmoid, "tanh": op.tanh, "gelu": op.nn.gelu, "gelu_tanh": op.nn.gelu_tanh,
+    "silu": op.nn.silu, "erf": op.erf, "exp": op.exp, "log": op.log, "sqrt": op.sqrt, "rsqrt": op.rsqrt,
+    "neg": op.negative, "abs": op.abs,
+}
+_BINARY_MAKERS = {
+    "add": op.add, "sub": op.subtract, "mul": op.multiply, "div": op.divide, "pow": op.power,
+    "maximum": op.maximum, "minimum": op.minimum,
+}
+
+Exporter = Callable[[dict, list, list, Emit], Any]  # attrs, arg exprs, arg TensorTypes, emit
+EXPORTERS: dict[str, Exporter] = {
+    "conv2d": _conv2d_out,
+    "matmul": lambda a, xs, ts, emit: _activation(op.matmul(xs[0], xs[1]), a["activation"], emit),
+    "max_pool2d": _pool_out("max_pool2d"),
+    "avg_pool2d": _pool_out("avg_pool2d"),
+    "batch_norm": lambda a, xs, ts, emit: op.nn.batch_norm(*xs, axis=a["axis"], epsilon=a["epsilon"], training=False),
+    "layer_norm": lambda a, xs, ts, emit: op.nn.layer_norm(*xs, axes=list(a["axes"]), epsilon=a["epsilon"]),
+    "softmax": lambda a, xs, ts, emit: op.nn.softmax(xs[0], axis=a["axis"]),
+    "concat": lambda a, xs, ts, emit: op.concat(list(xs), axis=a["axis"]),
+    "split": _split_out,
+    "transpose": lambda a, xs, ts, emit: op.permute_dims(xs[0], list(a["perm"])),
+    "reshape": lambda a, xs, ts, emit: op.reshape(xs[0], a["shape"]),
+    "broadcast_to": lambda a, xs, ts, emit: op.broadcast_to(xs[0], a["shape"]),
+    "strided_slice": lambda a, xs, ts, emit: op.strided_slice(xs[0], list(a["axes"]), list(a["begin"]),
+                                                          list(a["end"]), list(a["strides"]) or None),
+    "squeeze": _identity_or(lambda a, xs: op.squeeze(xs[0], list(a["axes"]))),
+    "expand_dims": _identity_or(lambda a, xs: op.expand_dims(xs[0], list(a["axes"]))),
+    "cast": lambda a, xs, ts, emit: op.astype(xs[0], a["dtype"]),
+    "pad": lambda a, xs, ts, emit: op.nn.pad(xs[0], list(a["pad_width"]), "constant", a["value"]),
+    "enlarge": _enlarge_out,
+    **{name: _reduce_out(name) for name in ("sum", "mean", "max", "min")},
+    **{name: (lambda f: lambda a, xs, ts, emit: f(xs[0]))(f) for name, f in _UNARY_MAKERS.items()},
+    **{name: (lambda f: lambda a, xs, ts, emit: f(xs[0], xs[1]))(f) for name, f in _BINARY_MAKERS.items()},
+}
+
+# Graph ops whose Relax expression is a tuple (item k = node output k).
+TUPLE_EXPORTS = ("split", "batch_norm")
+
+
+def export_node(op_name: str, attrs: dict, args: list, types: list, emit: Emit):
+    """The Relax expression computing a graph node from its argument expressions."""
+    try:
+        exporter = EXPORTERS[op_name]
+    except KeyError:
+        raise Unsupported(f"graph op '{op_name}' has no Relax form") from None
+    return exporter(attrs, args, types, emit)
+
+
+def constant_expr(attrs: dict):
+    """A graph `constant` node (identity kernel, ones, ...) as a Relax constant."""
+    return relax.const(constant_value(attrs["kind"], tuple(attrs["shape"]), attrs["dtype"]), attrs["dtype"])

@@ -1,0 +1,183 @@
+"""Graph -> Relax function, through relax.BlockBuilder.
+
+With the Signature of an import, the function gets the very parameter
+variables, attributes and result structure of the original, opaque calls
+come back verbatim and unchanged modelled calls reuse their recorded Relax
+attributes, so an untouched graph round-trips to a structurally equal
+function. Without one (any subgraph, e.g. a single kernel for the cost
+model) parameters are made from the graph's inputs and the outputs are
+returned as one tensor or a tuple.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import tvm
+from tvm import relax
+
+from ..graph import Graph, Ref
+from . import ops_table
+from .records import (CallRecord, ExportRef, Signature, group_args, is_tensor_leaf, recall, recall_opaque,
+                      template_key)
+
+
+def function_from_graph(graph: Graph, name: str = "main", signature: Signature | None = None, *,
+                        weights_as_params: bool = False) -> relax.Function:
+    """A relax.Function computing `graph`.
+
+    signature: from `graph_from_function`; reuses the original parameters and result shape.
+    weights_as_params: make every weight a parameter (after the inputs) instead of a constant,
+    e.g. so that a measured kernel does not get its weights folded away; weights without a
+    value are always parameters.
+    """
+    bb = relax.BlockBuilder()
+    if signature is not None:
+        params = list(signature.params)
+        feeds = dict(zip(signature.input_names, params))
+        attrs, private = dict(signature.attrs), True  # attrs carry global_symbol when there was one
+    else:
+        params, feeds = _fresh_params(graph, weights_as_params)
+        attrs, private = {}, False
+    with bb.function(name, params, attrs=attrs, pure=signature.is_pure if signature else True, private=private):
+        with bb.dataflow():
+            emitter = _Emitter(bb, graph, feeds, signature)
+            emitter.run()
+            result = emitter.result()
+        gvar = bb.emit_func_output(result)
+    return bb.get()[gvar]
+
+
+def module_from_graph(graph: Graph, name: str = "main", signature: Signature | None = None, *,
+                      weights_as_params: bool = False, mod: tvm.IRModule | None = None) -> tvm.IRModule:
+    """An IRModule whose function `name` computes `graph` (other functions copied from `mod`)."""
+    func = function_from_graph(graph, name, signature, weights_as_params=weights_as_params)
+    out = tvm.IRModule({}) if mod is None else mod.clone()
+    out[name] = func
+    return out
+
+
+def _fresh_params(graph: Graph, weights_as_params: bool):
+    params, feeds = [], {}
+    for node in graph.nodes:
+        a = node.attr_dict
+        as_param = node.op == "input" or (node.op == "weight" and (
+            weights_as_params or (a["name"] not in graph.values and a["name"] not in graph.payloads)))
+        if as_param and a["name"] not in feeds:
+            var = relax.Var(a["name"], relax.TensorType(a["shape"], a["dtype"]))
+            params.append(var)
+            feeds[a["name"]] = var
+    return params, feeds
+
+
+class _Emitter:
+    """Emits the nodes of a graph in order inside an open dataflow block."""
+
+    def __init__(self, bb, graph: Graph, feeds: dict, signature: Signature | None):
+        self.bb, self.graph, self.feeds, self.sig = bb, graph, feeds, signature
+        self.values: list[list[Any]] = []  # per node, per output: the Relax leaf holding it
+        self.bound: dict[int, Any] = {}  # export index -> its variable
+        self.tuples: dict[int, Any] = {}  # node -> variable of its tuple result
+        # items other nodes read are bound right after their tuple; items only returned, when needed
+        self.used = {(r.node, r.index) for n in graph.nodes for r in n.inputs}
+
+    def run(self) -> None:
+        for i, node in enumerate(self.graph.nodes):
+            self.values.append(self._node(i, node))
+
+    # ---- nodes ------------------------------------------------------------------
+    def _node(self, i: int, node) -> list:
+        a = node.attr_dict
+        if node.op in ("input", "weight"):
+            name = a["name"]
+            if name in self.feeds:
+                return [self.feeds[name]]
+            if node.op == "weight" and name in self.graph.payloads:
+                return [self.graph.payloads[name]]
+            if node.op == "weight" and name in self.graph.values:
+                return [relax.const(self.graph.values[name], a["dtype"])]
+            raise ops_table.Unsupported(f"no value for {node.op} '{name}'")
+        if node.op == "constant":
+            return [ops_table.constant_expr(a)]
+        args = [self.values[r.node][r.index] for r in node.inputs]
+        if node.op == "opaque":
+            record: CallRecord = self.graph.payloads[a["ref"]]
+            expr = recall_opaque(record, args)
+            return self._bind(i, expr, len(node.types), record.tgi, tuple_result=_is_tuple(record.call))
+        types = [self.graph.type_of(r) for r in node.inputs]
+        record = self.graph.payloads.get(template_key(node.op, node.attrs, types))
+        if isinstance(record, CallRecord):
+            expr = recall(record, args, is_tensor_leaf)
+            tgi = record.tgi
+        else:
+            expr = ops_table.export_node(node.op, a, args, types, self.bb.emit)
+            tgi = ()
+        return self._bind(i, expr, len(node.types), tgi, tuple_result=node.op in ops_table.TUPLE_EXPORTS)
+
+    def _bind(self, i: int, expr, n_out: int, tgi: Sequence[int], tuple_result: bool) -> list:
+        """Bind a node's expression; a tuple result also gets its items bound right after it."""
+        if not isinstance(expr, (relax.Call, relax.Tuple, relax.TupleGetItem)):
+            return [expr]  # already a leaf (e.g. squeeze with no axes)
+        outs = tuple(self._output_index(Ref(i, k)) for k in range(n_out))
+        var = self._emit(expr, outs if tuple_result else outs[0])
+        if not tuple_result:
+            return [var]
+        self.tuples[i] = var
+        items: list[Any] = [None] * n_out
+        order = list(dict.fromkeys(list(tgi) + [k for k in range(n_out) if (i, k) in self.used]))
+        for k in order:
+            item = self._emit(relax.TupleGetItem(var, k), outs[k] if k < n_out else None)
+            if k < n_out:
+                items[k] = item
+        return items
+
+    def _emit(self, expr, structure):
+        """Emit as an output variable where the source bound this very value to one (`gv = R.op(..)`)."""
+        if self.sig is not None and structure is not None:
+            for j, export in enumerate(self.sig.exports):
+                if export.direct and j not in self.bound and export.structure == structure:
+                    self.bound[j] = self.bb.emit_output(expr)
+                    return self.bound[j]
+        return self.bb.emit(expr)
+
+    def _output_index(self, ref: Ref):
+        for k, out in enumerate(self.graph.outputs):
+            if out == ref:
+                return k
+        return None
+
+    # ---- result -------------------------------------------------------------------
+    def result(self):
+        """The function's return expression; exports not yet bound are bound now, in order."""
+        if self.sig is None:
+            outs = [self._leaf_out(k) for k in range(len(self.graph.outputs))]
+            return outs[0] if len(outs) == 1 else relax.Tuple(outs)
+        for j, export in enumerate(self.sig.exports):
+            if j not in self.bound:
+                self.bound[j] = self.bb.emit_output(self._structure(export.structure))
+        return self._structure(self.sig.result, top=True)
+
+    def _structure(self, s, top: bool = False):
+        if isinstance(s, ExportRef):
+            return self.bound[s.index]
+        if isinstance(s, tuple):
+            return relax.Tuple([self._structure(x, top) for x in s])
+        return self._leaf_out(s) if top else self._value_out(s)
+
+    def _value_out(self, k: int):
+        ref = self.graph.outputs[k]
+        if self.values[ref.node][ref.index] is None:  # an item of a tuple nothing else reads
+            item = relax.TupleGetItem(self.tuples[ref.node], ref.index)
+            self.values[ref.node][ref.index] = self._emit(item, k)
+        return self.values[ref.node][ref.index]
+
+    def _leaf_out(self, k: int):
+        """An output usable after the block: dataflow variables are re-bound as output variables."""
+        value = self._value_out(k)
+        return self.bb.emit_output(value) if isinstance(value, relax.DataflowVar) else value
+
+
+_group = group_args  # old name, used by taso_relay.cost
+
+
+def _is_tuple(call) -> bool:
+    return isinstance(call.ty, relax.TupleType)

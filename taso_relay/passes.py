@@ -1,0 +1,193 @@
+"""`TASOPass`, a Relax function pass, and the registered "taso" pipeline.
+
+Each Relax function with a dataflow block goes Relax -> Graph -> (optimize)
+-> Relax. A function the graph form cannot hold is left as it is, with a
+warning; a graph the optimizer changed is used only if it still computes the
+same results (checked on random inputs), so the pass never changes what a
+model computes beyond float rounding.
+"""
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import tvm
+from tvm import relax
+
+from .bridge import execute
+from .bridge.from_relax import Imported, function_name, graph_from_function
+from .bridge.to_relax import function_from_graph, module_from_graph
+from .graph import Graph, NotModelled, evaluate, random_feeds
+
+SKIPPED_ATTRS = ("Primitive", "Composite", "Codegen")  # fused or offloaded kernels: not ours to rewrite
+
+
+@dataclass
+class FunctionReport:
+    """What the pass did to one function."""
+
+    name: str
+    status: str = "unchanged"  # optimized | unchanged | rejected | skipped
+    ops_before: dict = field(default_factory=dict)
+    ops_after: dict = field(default_factory=dict)
+    opaque: int = 0
+    opaque_ops: dict = field(default_factory=dict)  # what the opaque nodes call, with counts
+    seconds: float = 0.0
+    warnings: list = field(default_factory=list)
+
+    def summary(self) -> str:
+        ops = sum(v for k, v in self.ops_after.items() if k not in ("input", "weight", "constant"))
+        kinds = ", ".join(f"{k} x{v}" if v > 1 else k for k, v in sorted(self.opaque_ops.items()))
+        opaque = f"{self.opaque} opaque" + (f": {kinds}" if kinds else "")
+        line = f"{self.name}: {self.status}, {ops} ops ({opaque}), {self.seconds:.3f} s"
+        return line + "".join(f"\n  warning: {w}" for w in self.warnings)
+
+
+class TASOOptimizer:
+    """The body of TASOPass (wrapped below as a Relax function pass).
+
+    target: where costs are measured (default: the target in scope, else llvm).
+    cost, rules, time_limit: for the search (`optimize_graph`).
+    check: verify a changed graph on random inputs and keep the original if it differs.
+    """
+
+    def __init__(self, target=None, cost=None, time_limit: float = 60.0, rules=None, check: bool = True,
+                 seed: int = 0):
+        self.target = target
+        self.cost = cost
+        self.time_limit = time_limit
+        self.rules = rules
+        self.check = check
+        self.seed = seed
+        self.report: dict[str, FunctionReport] = {}
+
+    # ---- the search hook ------------------------------------------------------
+    def optimize_graph(self, graph: Graph) -> Graph:
+        """Return a cheaper graph computing the same outputs. The search replaces this; identity for now."""
+        return graph
+
+    # ---- pass body --------------------------------------------------------------
+    def transform_function(self, func, mod, ctx):
+        name = _global_name(func, mod)
+        report = self.report[name] = FunctionReport(name)
+        start = time.perf_counter()
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                result = self._transform(func, mod, report)
+            for w in caught:
+                report.warnings.append(str(w.message))
+        except Exception as exc:  # never break the user's build: keep the function
+            report.status = "unchanged"
+            report.warnings.append(f"taso_relay: leaving function '{name}' unchanged: "
+                                   f"{type(exc).__name__}: {exc}")
+            result = func
+        report.seconds = time.perf_counter() - start
+        for message in report.warnings:
+            warnings.warn(message, stacklevel=2)
+        return result
+
+    def _transform(self, func, mod, report: FunctionReport):
+        if func.attrs is not None and any(k in func.attrs for k in SKIPPED_ATTRS):
+            report.status = "skipped"
+            return func
+        imported = graph_from_function(func, report.name)
+        if imported is None:
+            report.status = "skipped" if not _has_bindings(func) else "unchanged"
+            return func
+        graph = imported.graph
+        report.ops_before = report.ops_after = graph.op_counts()
+        report.opaque = report.ops_before.get("opaque", 0)
+        for i in graph.nodes_of("opaque"):
+            label = graph.nodes[i].attr("label")
+            report.opaque_ops[label] = report.opaque_ops.get(label, 0) + 1
+        best = self.optimize_graph(graph)
+        if best.hash != graph.hash:
+            if self.check and not self._same_results(graph, best, imported, mod):
+                report.status = "rejected"
+                report.warnings.append(f"taso_relay: optimized '{report.name}' computes different results; "
+                                       "kept the original")
+                best = graph
+            else:
+                report.status = "optimized"
+                report.ops_after = best.op_counts()
+        return function_from_graph(best, report.name, imported.signature)
+
+    def _same_results(self, before: Graph, after: Graph, imported: Imported, mod) -> bool:
+        """Equal outputs on random inputs: numpy interpreter when it can, else TVM."""
+        if before.output_types != after.output_types:
+            return False
+        rng = np.random.default_rng(self.seed)
+        try:
+            feeds = random_feeds(before, rng)
+            with np.errstate(all="ignore"):  # NaN or overflow on random inputs is compared, not reported
+                want, got = evaluate(before, feeds), evaluate(after, feeds)
+        except NotModelled:
+            sig = imported.signature
+            inputs = execute.random_inputs(sig.params, rng)
+            runs = []
+            for graph in (before, after):
+                module = module_from_graph(graph, sig.name, sig, mod=mod)
+                runs.append(execute.run_module(module, inputs, self.target, func=sig.name))
+            want, got = runs
+        return all(_close(a, b) for a, b in zip(want, got))
+
+
+def _close(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal up to float32 rounding, scaled by the reference's magnitude (NaN and inf where it has them)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if not np.issubdtype(a.dtype, np.floating):
+        return bool(np.array_equal(a, b))
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    finite = np.abs(a64[np.isfinite(a64)])
+    scale = 1.0 + (float(finite.max()) if finite.size else 0.0)
+    return bool(np.allclose(b64, a64, rtol=0.0, atol=1e-4 * scale, equal_nan=True))
+
+
+def _global_name(func, mod) -> str:
+    if mod is not None:
+        for gvar, f in mod.functions_items():
+            if f.same_as(func):
+                return gvar.name_hint
+    return function_name(func, "<anonymous>")
+
+
+def _has_bindings(func) -> bool:
+    body = func.body
+    return isinstance(body, relax.SeqExpr) and any(len(b.bindings) for b in body.blocks)
+
+
+TASOPass = relax.transform.function_pass(opt_level=0, name="TASOPass")(TASOOptimizer)
+TASOPass.__doc__ = """Graph superoptimization of every Relax function (a tvm.transform function pass).
+
+    seq = tvm.transform.Sequential([TASOPass(), relax.transform.LegalizeOps()])
+    pass_ = TASOPass(); mod = pass_(mod); pass_.report  # per-function FunctionReport
+"""
+
+
+def taso_pipeline(target=None, cost=None, time_limit: float = 60.0, rules=None, check: bool = True):
+    """TASOPass, then TVM's default Relax build pipeline: `tvm.compile(mod, target, relax_pipeline="taso")`."""
+
+    @tvm.transform.module_pass(opt_level=0, name="taso_pipeline")
+    def _pipeline(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
+        mod = TASOPass(target=target, cost=cost, time_limit=time_limit, rules=rules, check=check)(mod)
+        return _default_pipeline(target or tvm.target.Target.current(allow_none=True))(mod)
+
+    return _pipeline
+
+
+def _default_pipeline(target):
+    """What tvm.compile's "default" means: the target's own pipeline (with DLight) on GPUs, else the generic one."""
+    if target is not None and "gpu" in target.keys:
+        try:
+            return relax.get_default_pipeline(target)
+        except (ValueError, AttributeError):
+            pass
+    return relax.get_pipeline("default")
+
+
+if "taso" not in relax.pipeline.PIPELINE_MAP:
+    relax.register_pipeline("taso")(taso_pipeline)

@@ -1,0 +1,129 @@
+"""Small ONNX models written with onnx.helper for the bridge tests (no files, no downloads)."""
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 18
+
+
+def import_onnx(model):
+    """tvm.relax.frontend.onnx.from_onnx with weights as constants, as the pass expects them."""
+    from tvm.relax.frontend.onnx import from_onnx
+
+    return from_onnx(model, keep_params_in_input=False)
+
+
+class Model:
+    """Collects nodes and seeded initializers; `build` makes the ModelProto."""
+
+    def __init__(self, seed: int = 0):
+        self.rng = np.random.default_rng(seed)
+        self.nodes, self.inits, self.count = [], [], 0
+
+    def name(self, base: str) -> str:
+        self.count += 1
+        return f"{base}{self.count}"
+
+    def weight(self, shape, scale: float = 0.3, positive: bool = False, dtype=np.float32) -> str:
+        value = self.rng.standard_normal(shape) * scale
+        value = np.abs(value) + 0.5 if positive else value
+        name = self.name("w")
+        self.inits.append(numpy_helper.from_array(np.asarray(value, dtype=dtype), name))
+        return name
+
+    def const(self, value, dtype=np.int64) -> str:
+        name = self.name("c")
+        self.inits.append(numpy_helper.from_array(np.asarray(value, dtype=dtype), name))
+        return name
+
+    def op(self, op_type: str, inputs, n_out: int = 1, **attrs):
+        outs = [self.name(op_type.lower()) for _ in range(n_out)]
+        self.nodes.append(helper.make_node(op_type, list(inputs), outs, **attrs))
+        return outs[0] if n_out == 1 else outs
+
+    def conv(self, x, cin, cout, k, **attrs):
+        return self.op("Conv", [x, self.weight((cout, cin // attrs.get("group", 1), k, k))], **attrs)
+
+    def bn(self, x, c):
+        return self.op("BatchNormalization", [x, self.weight((c,), positive=True), self.weight((c,)),
+                                              self.weight((c,)), self.weight((c,), positive=True)])
+
+    def build(self, inputs, outputs):
+        """inputs/outputs: (name, elem_type, shape) triples; shape entries may be dim_param strings."""
+        graph = helper.make_graph(self.nodes, "test", [helper.make_tensor_value_info(*i) for i in inputs],
+                                  [helper.make_tensor_value_info(*o) for o in outputs], self.inits)
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+
+
+F32 = TensorProto.FLOAT
+
+
+def resnet_block(batch="1"):
+    """conv-bn-relu-conv-bn + identity, relu: the residual unit of ResNet."""
+    m = Model(1)
+    c1 = m.op("Relu", [m.bn(m.conv("x", 8, 8, 3, pads=[1, 1, 1, 1]), 8)])
+    c2 = m.bn(m.conv(c1, 8, 8, 3, pads=[1, 1, 1, 1]), 8)
+    y = m.op("Relu", [m.op("Add", [c2, "x"])])
+    b = int(batch) if batch.isdigit() else batch
+    return m.build([("x", F32, [b, 8, 10, 10])], [(y, F32, [b, 8, 10, 10])])
+
+
+def inception_block():
+    """Four parallel branches (1x1, 1x1-3x3, 1x1-5x5, pool-1x1) joined by Concat."""
+    m = Model(2)
+    b1 = m.op("Relu", [m.conv("x", 6, 4, 1)])
+    b2 = m.op("Relu", [m.conv(m.op("Relu", [m.conv("x", 6, 3, 1)]), 3, 4, 3, pads=[1, 1, 1, 1])])
+    b3 = m.op("Relu", [m.conv(m.op("Relu", [m.conv("x", 6, 2, 1)]), 2, 4, 5, pads=[2, 2, 2, 2])])
+    pool = m.op("MaxPool", ["x"], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])
+    b4 = m.op("Relu", [m.conv(pool, 6, 2, 1)])
+    y = m.op("Concat", [b1, b2, b3, b4], axis=1)
+    return m.build([("x", F32, [1, 6, 9, 9])], [(y, F32, [1, 14, 9, 9])])
+
+
+def transformer_layer(seq=6, dim=8, heads=2):
+    """Self-attention (MatMul, Softmax), residuals, LayerNormalization and a GELU written with Erf."""
+    m = Model(3)
+    hd = dim // heads
+
+    def heads_of(t):  # [1, seq, dim] -> [1, heads, seq, hd]
+        r = m.op("Reshape", [t, m.const([1, seq, heads, hd])])
+        return m.op("Transpose", [r], perm=[0, 2, 1, 3])
+
+    q, k, v = (heads_of(m.op("MatMul", ["x", m.weight((dim, dim))])) for _ in range(3))
+    scores = m.op("Div", [m.op("MatMul", [q, m.op("Transpose", [k], perm=[0, 1, 3, 2])]),
+                          m.const(np.sqrt(hd), np.float32)])
+    ctx = m.op("MatMul", [m.op("Softmax", [scores], axis=-1), v])
+    ctx = m.op("Reshape", [m.op("Transpose", [ctx], perm=[0, 2, 1, 3]), m.const([1, seq, dim])])
+    attn = m.op("Add", [m.op("MatMul", [ctx, m.weight((dim, dim))]), m.weight((dim,))])
+    h = m.op("LayerNormalization", [m.op("Add", ["x", attn]), m.weight((dim,), positive=True),
+                                    m.weight((dim,))], axis=-1, epsilon=1e-5)
+    up = m.op("Add", [m.op("MatMul", [h, m.weight((dim, 4 * dim))]), m.weight((4 * dim,))])
+    erf = m.op("Erf", [m.op("Div", [up, m.const(np.sqrt(2.0), np.float32)])])
+    gelu = m.op("Mul", [m.op("Mul", [up, m.op("Add", [erf, m.const(1.0, np.float32)])]),
+                        m.const(0.5, np.float32)])
+    down = m.op("Add", [m.op("MatMul", [gelu, m.weight((4 * dim, dim))]), m.weight((dim,))])
+    y = m.op("LayerNormalization", [m.op("Add", [h, down]), m.weight((dim,), positive=True), m.weight((dim,))],
+             axis=-1, epsilon=1e-5)
+    return m.build([("x", F32, [1, seq, dim])], [(y, F32, [1, seq, dim])])
+
+
+def with_unmodelled_ops():
+    """TopK (a tuple of two results, both used) and CumSum between modelled ops; Split; three outputs."""
+    m = Model(4)
+    h = m.op("Relu", [m.conv("x", 3, 6, 3, pads=[1, 1, 1, 1])])
+    left, right = m.op("Split", [h], n_out=2, axis=1, num_outputs=2)
+    flat = m.op("Flatten", [m.op("GlobalAveragePool", [m.op("Add", [left, right])])])
+    logits = m.op("Gemm", [flat, m.weight((5, 3)), m.weight((5,))], transB=1)
+    values, indices = m.op("TopK", [logits, m.const([2])], n_out=2, axis=1)
+    cums = m.op("Sigmoid", [m.op("CumSum", [logits, m.const(1)])])
+    return m.build([("x", F32, [1, 3, 6, 6])],
+                   [(values, F32, [1, 2]), (indices, TensorProto.INT64, [1, 2]), (cums, F32, [1, 5])])
+
+
+MODELS = {
+    "resnet_block": resnet_block,
+    "inception_block": inception_block,
+    "transformer_layer": transformer_layer,
+    "with_unmodelled_ops": with_unmodelled_ops,
+}

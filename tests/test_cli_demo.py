@@ -1,0 +1,42 @@
+"""`taso-relay demo` end to end, its error handling, and the bundled example it runs."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from taso_relay.cli import EXAMPLE, main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_demo_runs_the_bundled_example(capsys):
+    assert main(["demo", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "inception_block.onnx" in out
+    assert "1 opaque: relax.topk" in out
+    assert "conv2d 6" in out and "concat 1" in out and "batch_norm 1" in out and "matmul 1" in out
+    assert "max abs diff 0" in out
+
+
+def test_missing_model_is_one_line_and_status_2(capsys):
+    assert main(["demo", "--model", "no/such/model.onnx"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == "taso-relay: error: no such model file: no/such/model.onnx"
+
+
+def test_corrupt_model_traceback_only_with_verbose(tmp_path, capsys):
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"not a model")
+    assert main(["demo", "--model", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot import" in err and "Traceback" not in err
+    assert main(["demo", "--model", str(bad), "--verbose"]) == 2
+    assert "Traceback" in capsys.readouterr().err
+
+
+def test_bundled_example_is_small_and_reproducible():
+    assert EXAMPLE.is_file() and EXAMPLE.stat().st_size < 100 * 1024
+    spec = importlib.util.spec_from_file_location("make_example", ROOT / "examples" / "make_example.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.build().SerializeToString() == EXAMPLE.read_bytes()
