@@ -1,0 +1,53 @@
+"""The shipped rule file: found by the package, made with the default settings, and sound."""
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+from taso_relay.generator.config import Settings
+from taso_relay.graph import evaluate
+from taso_relay.subst import load_rules
+from taso_relay.subst.rule_io import shipped_rules_dir
+
+SHIPPED = shipped_rules_dir() / "taso_k3.json"
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    if not SHIPPED.exists():
+        pytest.skip("rules/taso_k3.json not generated")
+    return load_rules(SHIPPED)
+
+
+def test_shipped_file_is_the_default_k3_generation(shipped):
+    doc = json.loads(SHIPPED.read_text())
+    assert Settings.from_dict(doc["generator"]["settings"]) == Settings(max_ops=3)
+    assert doc["generator"]["digest"] == Settings(max_ops=3).digest
+    assert len({r.provenance["equivalence"] for r in shipped}) > 743
+    assert len({r.id for r in shipped}) == len(shipped)
+    report = json.loads((SHIPPED.parent / "taso_k3.report.json").read_text())
+    assert [s["count"] for s in report["stages"]] == [doc["generator"]["counts"][s["stage"]] for s in report["stages"]]
+
+
+def _holds_at_example(rule, seed=0):
+    ex = rule.example
+    ga = rule.example_graph("source", ex["inputs"], ex["vars"])
+    gb = rule.example_graph("target", ex["inputs"], ex["vars"])
+    rng = np.random.default_rng(seed)
+    feeds = {n.attr("name"): rng.uniform(-1, 1, n.attr("shape")) for n in ga.nodes if n.op in ("input", "weight")}
+    return all(np.allclose(u, v, rtol=1e-6, atol=1e-6) for u, v in zip(
+        evaluate(ga, feeds, dtype="float64"), evaluate(gb, feeds, dtype="float64")))
+
+
+def test_sample_of_shipped_rules_hold_at_their_examples(shipped):
+    for rule in random.Random(0).sample(shipped, 150):
+        assert _holds_at_example(rule), rule
+
+
+@pytest.mark.slow
+def test_all_shipped_rules_hold_at_their_examples(shipped):
+    bad = [r.id for r in shipped if not _holds_at_example(r, 1)]
+    assert not bad
