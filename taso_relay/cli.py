@@ -1,9 +1,16 @@
 """The `taso-relay` command (also `python -m taso_relay`).
 
-One subcommand per concern; each is registered by an `add_*` function in
-COMMANDS that adds its subparser and sets `run`. Errors print one line and
-exit with status 2 (a traceback only with --verbose), because a user who
-typed a wrong path needs the reason, not our stack.
+    taso-relay optimize MODEL.onnx [--target JSON] [--cost analytic|measured|tuned] [--time-limit S]
+                        [--report out.json] [--emit-relax out.py] [--emit-onnx out.onnx] [--draw out.svg]
+    taso-relay compile MODEL.onnx -o model.so [--target JSON] [--tune-trials N] [--no-taso]
+    taso-relay run model.so --inputs in.npz [--outputs out.npz] [--print-time]
+    taso-relay tune MODEL.onnx --trials N --work-dir DIR
+    taso-relay rules generate|stats|verify ...;  taso-relay cost show ...;  taso-relay demo
+
+One module per subcommand under taso_relay/commands/. Errors print one line
+(a traceback only with --verbose): status 2 for bad input (a missing or
+malformed model, a dynamic shape, an unknown target), 1 for an internal failure.
+--json prints machine-readable results on stdout.
 """
 from __future__ import annotations
 
@@ -11,100 +18,98 @@ import argparse
 import sys
 import traceback
 import warnings
-from pathlib import Path
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "inception_block.onnx"
+from .commands import COMMANDS
+from .commands.demo import EXAMPLE  # noqa: F401 - the bundled example (tests and docs refer to it here)
+from .onnx_io.errors import InputError
 
-
-class CliError(Exception):
-    """A user-facing failure: printed as one line."""
-
-
-# ---- demo ------------------------------------------------------------------------
-def add_demo(sub) -> None:
-    p = sub.add_parser("demo", help="import the bundled ONNX example, run TASOPass, compile and compare",
-                       description="Import an ONNX model with TVM's importer, run TASOPass on it, compile the "
-                                   "model before and after with tvm.compile and compare their outputs.")
-    p.add_argument("--model", type=Path, default=EXAMPLE, help="ONNX file (default: the bundled Inception block)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random input")
-    p.add_argument("--repeat", type=int, default=20, help="timed runs per model")
-    p.set_defaults(run=run_demo)
+EXIT_INPUT, EXIT_INTERNAL = 2, 1
 
 
-def run_demo(args) -> int:
-    import numpy as np
-    import onnx
-    import tvm
-    from tvm.relax.frontend.onnx import from_onnx
-
-    from .bridge import execute
-    from .passes import TASOPass
-
-    if not args.model.is_file():
-        raise CliError(f"no such model file: {args.model}")
-    try:
-        model = onnx.load(str(args.model))
-        mod = from_onnx(model, keep_params_in_input=False)
-    except Exception as exc:  # a malformed or unsupported model
-        raise CliError(f"cannot import {args.model}: {type(exc).__name__}: {exc}") from exc
-    target = execute.default_target()
-    print(f"model   {args.model.name} ({args.model.stat().st_size / 1024:.0f} KB), target {target.kind.name}")
-    taso = TASOPass(target=target)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the report below lists them
-        optimized, pass_s = execute.timed(taso, mod)
-    for report in taso.report.values():
-        print("pass    " + report.summary().replace("\n", "\n        "))
-        body = {k: v for k, v in sorted(report.ops_after.items()) if k not in ("input", "weight", "constant")}
-        print("ops     " + ", ".join(f"{k} {v}" for k, v in body.items()))
-    print(f"        (the search is not wired in yet: the pass round-trips Relax -> graph -> Relax; {pass_s:.2f} s)")
-
-    inputs = execute.random_inputs(mod["main"].params, np.random.default_rng(args.seed))
-    results = {}
-    for label, module in (("before", mod), ("after", optimized)):
-        ex, compile_s = execute.timed(execute.compile_module, module, target)
-        vm = tvm.relax.VirtualMachine(ex, tvm.cpu())
-        tensors = [tvm.runtime.tensor(x) for x in inputs]
-        outs = execute.flatten(vm["main"](*tensors))
-        timer = vm.time_evaluator("main", tvm.cpu(), number=1, repeat=max(1, args.repeat))
-        run_ms = timer(*tensors).median * 1e3
-        results[label] = outs
-        print(f"{label:<7} compile {compile_s:.2f} s, run {run_ms:.3f} ms (median of {args.repeat})")
-    diff = max(float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)), initial=0.0))
-               for a, b in zip(results["before"], results["after"]))
-    print(f"check   {len(results['after'])} outputs, max abs diff {diff:.3g}")
-    return 0
+class CliError(InputError):
+    """A user-facing failure: printed as one line, status 2."""
 
 
-COMMANDS = [add_demo]  # others append add_rules, add_cost, add_optimize, ...
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: `taso-relay: error: ...` and status 2."""
+
+    def error(self, message):
+        self.exit(EXIT_INPUT, f"taso-relay: error: {message} (see {self.prog} --help)\n")
 
 
-# ---- entry point -------------------------------------------------------------------
+GLOBAL_FLAGS = (
+    (("-v", "--verbose"), "show tracebacks on errors"),
+    (("--json",), "print machine-readable results (JSON) on stdout"),
+    (("-q", "--quiet"), "no progress bars"),
+)
+
+
+def _add_global_flags(parser: argparse.ArgumentParser, top: bool) -> None:
+    """The global flags on the top parser and, without overriding it, after every (nested) subcommand."""
+    have = {s for a in parser._actions for s in a.option_strings}
+    for flags, help_text in GLOBAL_FLAGS:
+        flags = tuple(f for f in flags if f not in have)
+        if flags:
+            parser.add_argument(*flags, dest=flags[-1].lstrip("-").replace("-", "_"), action="store_true",
+                                default=False if top else argparse.SUPPRESS,
+                                help=help_text if top else argparse.SUPPRESS)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in set(action.choices.values()):
+                _add_global_flags(child, top=False)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="taso-relay", description="TASO-style graph superoptimizer for TVM Relax.")
-    parser.add_argument("-v", "--verbose", action="store_true", help="show tracebacks on errors")
+    parser = Parser(prog="taso-relay", description="TASO-style graph superoptimizer for TVM Relax: optimize, "
+                                                   "compile, tune and run ONNX models.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for add in COMMANDS:
         add(sub)
-    for p in sub.choices.values():  # --verbose also after the subcommand, without overriding it
-        p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    _add_global_flags(parser, top=True)
     return parser
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    """Warnings as one line each (the full form with --verbose)."""
+    print(f"taso-relay: warning: {_one_line(message)}", file=sys.stderr)
 
 
 def main(argv=None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    if getattr(args, "run", None) is None:
-        parser.print_help(sys.stderr)
-        return 2
     try:
-        return int(args.run(args) or 0)
-    except KeyboardInterrupt:
-        print("taso-relay: interrupted", file=sys.stderr)
-        return 130
-    except Exception as exc:  # one line unless asked for more
-        if args.verbose:
-            traceback.print_exc()
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        print(f"taso-relay: error: {message}", file=sys.stderr)
-        return 2
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (2, already printed as one line)
+        return int(exc.code or 0)
+    handler = getattr(args, "run", None) or getattr(args, "func", None)
+    if handler is None:
+        parser.print_help(sys.stderr)
+        return EXIT_INPUT
+    with warnings.catch_warnings():
+        if not args.verbose:
+            warnings.showwarning = _show_warning
+        warnings.filterwarnings("once")
+        try:
+            return int(handler(args) or 0)
+        except KeyboardInterrupt:
+            print("taso-relay: interrupted", file=sys.stderr)
+            return 130
+        except Exception as exc:  # one line unless asked for more
+            status = EXIT_INPUT if isinstance(exc, InputError) else EXIT_INTERNAL
+            if args.verbose:
+                traceback.print_exc()
+                if getattr(exc, "detail", None):
+                    print(exc.detail.rstrip(), file=sys.stderr)
+            kind = "error" if status == EXIT_INPUT else "internal error"
+            message = _one_line(exc)
+            if status == EXIT_INTERNAL:
+                message = f"{type(exc).__name__}: {message}"
+            print(f"taso-relay: {kind}: {message}", file=sys.stderr)
+            if getattr(args, "json", False):
+                import json
+                print(json.dumps({"ok": False, "exit": status, "error": message}))
+            return status

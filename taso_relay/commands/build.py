@@ -1,0 +1,57 @@
+"""Shared by compile and tune: the optimized Relax module, and MetaSchedule tuning of it."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import common
+
+
+def optimized_module(args, target, steps):
+    """(prepared model, module to compile, TASOPass report or {}, pass warnings)."""
+    prepared = common.prepare_model(args, steps)
+    if getattr(args, "no_taso", False):
+        return prepared, prepared.mod, {}, []
+    steps.step("optimizing")
+    taso = common.make_pass(args, target)
+    mod, pass_warnings = common.run_pass(taso, prepared.mod)
+    return prepared, mod, taso.report, pass_warnings
+
+
+def tune(mod, target, trials: int, work_dir: Path, max_trials_per_task: int | None = None, verbose: bool = False):
+    """MetaSchedule: tune `mod`'s kernels (trials > 0) into work_dir and apply its database; returns the module.
+
+    MetaSchedule's own log lines go to work_dir/logs; its C++ chatter on stderr only shows with --verbose.
+    """
+    import contextlib
+
+    import tvm
+    from tvm import relax
+
+    from ..onnx_io.prepare import stderr_silenced
+
+    work_dir.mkdir(parents=True, exist_ok=True)
+    pipeline = relax.get_pipeline("static_shape_tuning", total_trials=int(trials), target=target,
+                                  work_dir=str(work_dir), max_trials_per_task=max_trials_per_task)
+    with common.quiet_output(), (contextlib.nullcontext() if verbose else stderr_silenced()):
+        with tvm.transform.PassContext(opt_level=3):
+            return pipeline(mod)
+
+
+def tuning_records(work_dir: Path) -> int:
+    """Number of tuning records MetaSchedule keeps in work_dir (0 when there is no database)."""
+    path = Path(work_dir) / "database_tuning_record.json"
+    if not path.is_file():
+        return 0
+    with path.open() as fh:
+        return sum(1 for line in fh if line.strip())
+
+
+def add_tuning_arguments(p, trials_flag: str, default_trials: int) -> None:
+    p.add_argument(trials_flag, dest="trials", type=int, default=default_trials, metavar="N",
+                   help=f"MetaSchedule trials in total (default {default_trials}"
+                        + (": no tuning" if default_trials == 0 else "") + ")")
+    p.add_argument("--max-trials-per-task", type=int, default=None, metavar="N",
+                   help="MetaSchedule trials per kernel (default: the total)")
+    p.add_argument("--work-dir", type=Path, default=None, metavar="DIR",
+                   help="MetaSchedule database: tuning records are written there and reused by later runs")
+    p.add_argument("--no-taso", action="store_true", help="skip TASOPass (plain TVM, for comparison)")

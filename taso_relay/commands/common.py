@@ -1,0 +1,223 @@
+"""What the subcommands share: model and target arguments, step progress, JSON output."""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import sys
+import warnings
+from pathlib import Path
+
+from ..onnx_io.errors import InputError
+
+COST_MODELS = ("analytic", "measured", "tuned")
+
+
+# ---- arguments -------------------------------------------------------------------------------
+def description(doc: str) -> str:
+    """A subcommand's description from its module docstring: the text after `taso-relay ...: `."""
+    text = doc.strip().splitlines()[0].split(": ", 1)[-1]
+    return text[:1].upper() + text[1:]
+
+
+def add_model_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", type=Path, metavar="MODEL.onnx", help="the ONNX model")
+    p.add_argument("--input-shape", action="append", default=[], metavar="NAME:D1,D2,...",
+                   help="pin the shape of an input with dynamic dimensions (repeatable), e.g. x:1,3,224,224")
+    add_target_argument(p)
+
+
+def add_target_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--target", default=None, metavar="JSON",
+                   help='TVM target: a JSON dict such as \'{"kind": "llvm", "num-cores": 2}\' or a kind name '
+                        '("llvm", "cuda"); default: the host CPU')
+
+
+def add_taso_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cost", choices=COST_MODELS, default=None,
+                   help="cost model of the search: analytic (no compilation), measured (TVM default lowering, "
+                        "timed on the target) or tuned (MetaSchedule); default: the pass's own choice")
+    p.add_argument("--time-limit", type=float, default=None, metavar="S",
+                   help="seconds the search may take per function (default: the pass's own, 60)")
+
+
+# ---- targets -----------------------------------------------------------------------------------
+def parse_target(spec: str | None):
+    """A tvm Target from a JSON dict string or a kind name; InputError with one line otherwise."""
+    import tvm
+
+    if spec is None or not str(spec).strip():
+        from ..bridge.execute import default_target
+        return default_target()
+    text = str(spec).strip()
+    if text.startswith("{"):
+        try:
+            config = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"--target is not valid JSON: {exc.msg} at column {exc.colno}") from None
+        if not isinstance(config, dict) or "kind" not in config:
+            raise InputError('--target JSON needs a "kind", e.g. {"kind": "llvm"}')
+    else:
+        if " " in text or text.startswith("-"):
+            raise InputError(f"unknown target '{text}': give a kind name (llvm, cuda, ...) or a JSON dict "
+                             '(TVM no longer reads "llvm -mcpu=..." strings)')
+        config = {"kind": text}
+    kinds = set(tvm.target.Target.list_kinds())
+    if config["kind"] not in kinds:
+        shown = ", ".join(k for k in ("llvm", "cuda", "rocm", "vulkan", "metal", "opencl", "c") if k in kinds)
+        raise InputError(f"unknown target kind '{config['kind']}' (known kinds include {shown})")
+    try:
+        return tvm.target.Target(config)
+    except Exception as exc:  # noqa: BLE001 - TVM's message, one line
+        raise InputError(f"invalid target {json.dumps(config)}: {first_line(exc)}") from None
+
+
+def target_json(target) -> dict:
+    """A target as its JSON dict (what --target accepts), for reports and the library's sidecar file."""
+    try:
+        export = target.export()
+        return {k: _plain(v) for k, v in dict(export).items()}
+    except Exception:  # noqa: BLE001
+        return {"kind": target.kind.name}
+
+
+def _plain(value):
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, dict) or hasattr(value, "items"):
+        return {str(k): _plain(v) for k, v in dict(value).items()}
+    if isinstance(value, (list, tuple)) or hasattr(value, "__len__") and not isinstance(value, str):
+        try:
+            return [_plain(v) for v in value]
+        except TypeError:
+            pass
+    return str(value)
+
+
+def target_summary(target) -> str:
+    info = target_json(target)
+    extras = ", ".join(f"{k}={v}" for k, v in info.items()
+                       if k in ("mcpu", "num-cores", "arch", "mtriple") and v not in (None, "", -1))
+    return info.get("kind", target.kind.name) + (f" ({extras})" if extras else "")
+
+
+# ---- models --------------------------------------------------------------------------------------
+def prepare_model(args, steps=None):
+    """Load, check, fold and import the model named by args (InputError on bad input)."""
+    from ..onnx_io import parse_input_shapes, prepare
+
+    shapes = parse_input_shapes(getattr(args, "input_shape", None))
+    if steps:
+        steps.step(f"importing {Path(args.model).name}")
+    with quiet_output():
+        return prepare(args.model, shapes)
+
+
+def make_pass(args, target):
+    """TASOPass with the command's --cost and --time-limit (given as names; the pass decides what they mean)."""
+    from ..passes import TASOPass
+
+    kwargs = {"target": target}
+    if getattr(args, "cost", None) is not None:
+        kwargs["cost"] = args.cost
+    if getattr(args, "time_limit", None) is not None:
+        kwargs["time_limit"] = float(args.time_limit)
+    return TASOPass(**kwargs)
+
+
+def run_pass(taso, mod):
+    """Apply the pass; its warnings are returned (the report lists them), not printed."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with quiet_output():
+            optimized = taso(mod)
+    return optimized, [str(w.message) for w in caught]
+
+
+def describe_tensors(tensors) -> str:
+    return ", ".join(f"{t.name} {t.dtype}{list(t.shape)}" for t in tensors)
+
+
+# ---- output ---------------------------------------------------------------------------------------
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+@contextlib.contextmanager
+def quiet_output():
+    """Swallow what TVM prints on stdout from Python (e.g. its importer's 'Error converting operator')."""
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        yield buffer
+
+
+def print_json(data) -> None:
+    print(json.dumps(data, indent=2, default=_json_default))
+
+
+def _json_default(value):
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    if isinstance(value, Path):
+        return str(value)
+    return str(value)
+
+
+def write_json(path, data) -> None:
+    Path(path).write_text(json.dumps(data, indent=2, default=_json_default) + "\n")
+
+
+def output_path(path) -> Path:
+    """A path to write: its folder must exist (a clear error rather than a traceback later)."""
+    path = Path(path)
+    if path.parent and not path.parent.exists():
+        raise InputError(f"cannot write {path}: no such directory {path.parent}")
+    if path.is_dir():
+        raise InputError(f"cannot write {path}: it is a directory")
+    return path
+
+
+class Steps:
+    """A progress bar over the named steps of a command (on stderr, only when it is a terminal)."""
+
+    def __init__(self, total: int, enabled: bool = True, desc: str = "taso-relay"):
+        self.bar = None
+        self.desc = desc
+        if enabled and sys.stderr.isatty():
+            try:
+                from tqdm import tqdm
+                self.bar = tqdm(total=total, desc=desc, unit="step", leave=False, file=sys.stderr,
+                                bar_format="{desc}: {n_fmt}/{total_fmt} {postfix} [{elapsed}]")
+            except ImportError:
+                self.bar = None
+        self.started = False
+
+    def step(self, what: str) -> None:
+        if self.bar is None:
+            return
+        if self.started:
+            self.bar.update(1)
+        self.started = True
+        self.bar.set_postfix_str(what)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            if self.started:
+                self.bar.update(1)
+            self.bar.close()
+            self.bar = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def steps_for(args, total: int) -> Steps:
+    return Steps(total, enabled=not getattr(args, "json", False) and not getattr(args, "quiet", False))

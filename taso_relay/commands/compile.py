@@ -1,0 +1,79 @@
+"""`taso-relay compile MODEL.onnx -o model.so`: optimize, (tune,) compile and export a deployable library.
+
+Beside the library, `model.so.json` records the model's input and output
+names, shapes and dtypes and the target, so `taso-relay run` can feed an .npz
+by input name and name the outputs.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import common
+from .build import add_tuning_arguments, optimized_module, tune, tuning_records
+from .report import changed
+
+
+def add_compile(sub) -> None:
+    p = sub.add_parser("compile", help="optimize and compile an ONNX model into a deployable library",
+                       description=common.description(__doc__))
+    common.add_model_arguments(p)
+    p.add_argument("-o", "--output", type=Path, required=True, metavar="model.so",
+                   help="the library to write (.so; .tar also works)")
+    common.add_taso_arguments(p)
+    add_tuning_arguments(p, "--tune-trials", 0)
+    p.set_defaults(run=run_compile)
+
+
+def sidecar_path(library) -> Path:
+    return Path(str(library) + ".json")
+
+
+def run_compile(args) -> int:
+    import tvm
+
+    out = common.output_path(args.output)
+    if args.trials < 0:
+        raise common.InputError("--tune-trials must be >= 0")
+    target = common.parse_target(args.target)
+    tuning = args.trials > 0 or args.work_dir is not None
+    work_dir = args.work_dir or Path(str(out) + ".tuning")
+    n_steps = 3 + (not args.no_taso) + tuning
+    with common.steps_for(args, n_steps) as steps:
+        prepared, mod, report, pass_warnings = optimized_module(args, target, steps)
+        if tuning:
+            steps.step(f"tuning ({args.trials} trials)" if args.trials else "applying tuning records")
+            mod = tune(mod, target, args.trials, work_dir, args.max_trials_per_task, verbose=args.verbose)
+        steps.step("compiling")
+        with common.quiet_output():
+            executable = tvm.compile(mod, target)
+        steps.step(f"writing {out.name}")
+        try:
+            executable.export_library(str(out))
+        except Exception as exc:  # noqa: BLE001 - usually a missing C compiler / cross toolchain
+            raise RuntimeError(f"cannot write {out}: {common.first_line(exc)}") from exc
+    params = [p.name for p in prepared.mod["main"].params]
+    meta = {
+        "format": "taso_relay.library/1", "model": str(args.model), "library": out.name,
+        "target": common.target_json(target), "taso": not args.no_taso, "changed": changed(report),
+        "tuning": {"trials": args.trials, "work_dir": str(work_dir), "records": tuning_records(work_dir)}
+        if tuning else None,
+        "inputs": [dict(t.as_dict(), param=p) for t, p in zip(prepared.inputs, params)],
+        "outputs": [t.as_dict() for t in prepared.outputs],
+    }
+    common.write_json(sidecar_path(out), meta)
+    result = dict(meta, library=str(out), sidecar=str(sidecar_path(out)), warnings=sorted(set(pass_warnings)),
+                  functions={name: r.summary() for name, r in report.items()})
+    if args.json:
+        common.print_json(result)
+        return 0
+    print(f"model    {args.model}: inputs {common.describe_tensors(prepared.inputs)}")
+    print(f"target   {common.target_summary(target)}")
+    if args.no_taso:
+        print("taso     skipped (--no-taso)")
+    for r in report.values():
+        print("taso     " + r.summary().replace("\n", "\n         "))
+    if tuning:
+        print(f"tuning   {args.trials} trials, database {work_dir} ({meta['tuning']['records']} records)")
+    print(f"wrote    {out} ({out.stat().st_size / 1024:.0f} KB) and {sidecar_path(out).name}")
+    print(f"run it:  taso-relay run {out} --inputs inputs.npz")
+    return 0

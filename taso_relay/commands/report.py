@@ -1,0 +1,101 @@
+"""The rewrite report of TASOPass as text and as JSON.
+
+`TASOPass.report` maps function names to `FunctionReport`s. Fields the search
+adds later (applied rewrites, costs before and after) are shown when present,
+so this module does not have to change when they land.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+NON_OPS = ("input", "weight", "constant")
+EXTRA_FIELDS = ("rewrites", "applied", "cost_before", "cost_after", "cost_model", "search_seconds",
+                "graphs_explored", "search")
+
+
+def report_dict(report) -> dict:
+    """One FunctionReport as plain data (graphs and other objects left out)."""
+    if dataclasses.is_dataclass(report):
+        data = {}
+        for f in dataclasses.fields(report):
+            value = _jsonable(getattr(report, f.name))
+            if value is not _SKIP:
+                data[f.name] = value
+        return data
+    return {k: v for k, v in vars(report).items() if _is_plain(v)}
+
+
+_SKIP = object()
+
+
+def _jsonable(value):
+    """Plain data for JSON, or _SKIP for objects such as graphs."""
+    for method in ("to_dict", "as_dict"):
+        if hasattr(value, method):
+            try:
+                return getattr(value, method)()
+            except Exception:  # noqa: BLE001
+                return _SKIP
+    if _is_plain(value) and not dataclasses.is_dataclass(value):
+        return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out = {}
+        for f in dataclasses.fields(value):
+            item = _jsonable(getattr(value, f.name))
+            if item is not _SKIP:
+                out[f.name] = item
+        return out
+    if isinstance(value, (list, tuple)):
+        items = [_jsonable(v) for v in value]
+        return [v for v in items if v is not _SKIP]
+    return str(value) if isinstance(value, (int, float, str)) else _SKIP
+
+
+def _is_plain(value) -> bool:
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_is_plain(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _is_plain(v) for k, v in value.items())
+    if dataclasses.is_dataclass(value):
+        return True
+    return False
+
+
+def _ops(counts: dict) -> str:
+    body = {k: v for k, v in sorted(counts.items()) if k not in NON_OPS}
+    return ", ".join(f"{k} {v}" for k, v in body.items()) or "none"
+
+
+def format_report(reports: dict) -> list[str]:
+    """Readable lines for every function the pass saw."""
+    lines = []
+    for report in reports.values():
+        summary = report.summary() if hasattr(report, "summary") else str(report)
+        lines.extend(summary.splitlines())
+        before, after = getattr(report, "ops_before", {}), getattr(report, "ops_after", {})
+        if before:
+            lines.append(f"  ops before: {_ops(before)}")
+        if after and after != before:
+            lines.append(f"  ops after:  {_ops(after)}")
+        for name in EXTRA_FIELDS:
+            value = getattr(report, name, None)
+            if value in (None, [], {}, ""):
+                continue
+            if hasattr(value, "to_text"):
+                lines.append(f"  {name.replace('_', ' ')}:")
+                lines.extend(f"    {line}" for line in str(value.to_text()).splitlines())
+            elif isinstance(value, (list, tuple)):
+                lines.append(f"  {name.replace('_', ' ')}:")
+                lines.extend(f"    {item}" for item in value)
+            else:
+                lines.append(f"  {name.replace('_', ' ')}: {value}")
+        if getattr(report, "status", "") != "optimized" and not any(
+                getattr(report, n, None) for n in ("rewrites", "applied")):
+            lines.append("  no rewrite applied")
+    return lines
+
+
+def changed(reports: dict) -> bool:
+    return any(getattr(r, "status", "") == "optimized" for r in reports.values())

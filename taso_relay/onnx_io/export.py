@@ -1,0 +1,415 @@
+"""Graph -> ONNX (opset 17), and a numeric check of the result with onnxruntime.
+
+Every graph-form operator maps to one or a few standard ONNX operators, so an
+optimized graph runs outside TVM. An opaque node keeps a Relax call that
+has no general ONNX form; a graph with opaque nodes cannot be exported
+(`ExportError` names their operators), and `export_module` then falls back
+to the prepared input model.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from ..graph import Graph
+from ..graph.ops.linear import KERNEL_TO_OIHW
+from ..graph.ops.sources import constant_value
+
+OPSET = 17
+IR_VERSION = 8
+
+
+class ExportError(Exception):
+    """The graph has no ONNX form (the message says which operators)."""
+
+
+def _onnx():
+    import onnx
+    return onnx
+
+
+def _elem_type(dtype: str) -> int:
+    from onnx import helper
+    return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+
+
+class _Writer:
+    """Accumulates ONNX nodes and initializers with unique names."""
+
+    def __init__(self):
+        self.nodes, self.inits, self.count = [], [], 0
+
+    def name(self, base: str) -> str:
+        self.count += 1
+        return f"{base}_{self.count}"
+
+    def const(self, value, base: str = "c") -> str:
+        from onnx import numpy_helper
+        name = self.name(base)
+        self.inits.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
+        return name
+
+    def ints(self, values) -> str:
+        return self.const(np.asarray(list(values), dtype=np.int64), "ints")
+
+    def scalar(self, value, dtype: str) -> str:
+        return self.const(np.asarray(value, dtype=dtype), "scalar")
+
+    def op(self, op_type: str, inputs: Sequence[str], n_out: int = 1, **attrs) -> list[str]:
+        from onnx import helper
+        outs = [self.name(op_type.lower()) for _ in range(n_out)]
+        self.nodes.append(helper.make_node(op_type, list(inputs), outs, name=self.name("node"), **attrs))
+        return outs
+
+    def one(self, op_type: str, inputs: Sequence[str], **attrs) -> str:
+        return self.op(op_type, inputs, 1, **attrs)[0]
+
+
+# ---- operators ----------------------------------------------------------------------------------
+def _unary(w: _Writer, op: str, x: str, dtype: str) -> str:
+    simple = {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "erf": "Erf", "exp": "Exp", "log": "Log",
+              "sqrt": "Sqrt", "neg": "Neg", "abs": "Abs"}
+    if op in simple:
+        return w.one(simple[op], [x])
+    if op == "rsqrt":
+        return w.one("Reciprocal", [w.one("Sqrt", [x])])
+    if op == "silu":
+        return w.one("Mul", [x, w.one("Sigmoid", [x])])
+    half, one = w.scalar(0.5, dtype), w.scalar(1.0, dtype)
+    if op == "gelu":
+        inner = w.one("Erf", [w.one("Mul", [x, w.scalar(1.0 / math.sqrt(2.0), dtype)])])
+    elif op == "gelu_tanh":
+        cube = w.one("Mul", [w.one("Mul", [x, x]), x])
+        poly = w.one("Add", [x, w.one("Mul", [cube, w.scalar(0.044715, dtype)])])
+        inner = w.one("Tanh", [w.one("Mul", [poly, w.scalar(math.sqrt(2.0 / math.pi), dtype)])])
+    else:
+        raise ExportError(f"no ONNX form for unary operator '{op}'")
+    return w.one("Mul", [w.one("Mul", [x, half]), w.one("Add", [inner, one])])
+
+
+def _activation(w: _Writer, y: str, activation: str, dtype: str) -> str:
+    return y if activation in ("none", "", None) else _unary(w, activation, y, dtype)
+
+
+def _conv2d(w, a, xs, ins, outs):
+    x, k = xs
+    if a["data_layout"] == "NHWC":
+        x = w.one("Transpose", [x], perm=[0, 3, 1, 2])
+    elif a["data_layout"] != "NCHW":
+        raise ExportError(f"conv2d data layout {a['data_layout']}")
+    if a["kernel_layout"] != "OIHW":
+        k = w.one("Transpose", [k], perm=list(KERNEL_TO_OIHW[a["kernel_layout"]]))
+    y = w.one("Conv", [x, k], strides=list(a["strides"]), pads=list(a["padding"]),
+              dilations=list(a["dilation"]), group=int(a["groups"]))
+    if a["data_layout"] == "NHWC":
+        y = w.one("Transpose", [y], perm=[0, 2, 3, 1])
+    return [_activation(w, y, a["activation"], outs[0].dtype)]
+
+
+def _pool(kind):
+    def emit(w, a, xs, ins, outs):
+        x = xs[0]
+        if a["layout"] == "NHWC":
+            x = w.one("Transpose", [x], perm=[0, 3, 1, 2])
+        common = dict(kernel_shape=list(a["kernel"]), strides=list(a["strides"]), pads=list(a["padding"]),
+                      ceil_mode=int(bool(a["ceil_mode"])))
+        if kind == "max_pool2d":
+            y = w.one("MaxPool", [x], dilations=list(a["dilation"]), **common)
+        else:
+            if tuple(a["dilation"]) != (1, 1):
+                raise ExportError("avg_pool2d with dilation (needs ONNX opset 19)")
+            y = w.one("AveragePool", [x], count_include_pad=int(bool(a["count_include_pad"])), **common)
+        if a["layout"] == "NHWC":
+            y = w.one("Transpose", [y], perm=[0, 2, 3, 1])
+        return [y]
+    return emit
+
+
+def _batch_norm(w, a, xs, ins, outs):
+    if a["axis"] != 1:
+        raise ExportError(f"batch_norm over axis {a['axis']} (ONNX normalises axis 1)")
+    return [w.one("BatchNormalization", xs, epsilon=float(a["epsilon"]))]
+
+
+def _layer_norm(w, a, xs, ins, outs):
+    rank, axes = ins[0].rank, tuple(a["axes"])
+    if axes != tuple(range(rank - len(axes), rank)):
+        raise ExportError(f"layer_norm over non-trailing axes {list(axes)}")
+    x, gamma, beta = xs
+    dtype = outs[0].dtype
+    if not a["scale"]:
+        gamma = w.const(np.ones(ins[1].shape, dtype))
+    if not a["center"]:
+        beta = w.const(np.zeros(ins[2].shape, dtype))
+    return [w.one("LayerNormalization", [x, gamma, beta], axis=axes[0], epsilon=float(a["epsilon"]))]
+
+
+def _strided_slice(w, a, xs, ins, outs):
+    n = len(a["axes"])
+    steps = list(a["strides"]) or [1] * n
+    return [w.one("Slice", [xs[0], w.ints(a["begin"]), w.ints(a["end"]), w.ints(a["axes"]), w.ints(steps)])]
+
+
+def _pad(w, a, xs, ins, outs):
+    widths = list(a["pad_width"])
+    pads = widths[0::2] + widths[1::2]
+    return [w.one("Pad", [xs[0], w.ints(pads), w.scalar(a["value"], outs[0].dtype)], mode="constant")]
+
+
+def _enlarge(w, a, xs, ins, outs):
+    """Zero borders by Concat, not Pad: onnxruntime's PadFusion wrongly fuses a Pad into a Conv's weight input."""
+    (o, i, h, wd), dtype = ins[0].shape, outs[0].dtype
+    kh, kw = a["kernel"]
+    ph, pw = (kh - h) // 2, (kw - wd) // 2
+    y = xs[0]
+    if ph:
+        zeros = w.const(np.zeros((o, i, ph, wd), dtype), "zeros")
+        y = w.one("Concat", [zeros, y, zeros], axis=2)
+    if pw:
+        zeros = w.const(np.zeros((o, i, kh, pw), dtype), "zeros")
+        y = w.one("Concat", [zeros, y, zeros], axis=3)
+    return [y if (ph or pw) else w.one("Identity", [y])]
+
+
+def _reduce(kind):
+    def emit(w, a, xs, ins, outs):
+        axes, keep = list(a["axes"]) or list(range(ins[0].rank)), int(bool(a["keepdims"]))
+        if kind == "sum":
+            return [w.one("ReduceSum", [xs[0], w.ints(axes)], keepdims=keep)]
+        op = {"mean": "ReduceMean", "max": "ReduceMax", "min": "ReduceMin"}[kind]
+        return [w.one(op, [xs[0]], axes=axes, keepdims=keep)]
+    return emit
+
+
+def _identity_if_empty(op_type):
+    def emit(w, a, xs, ins, outs):
+        if not a["axes"]:
+            return [w.one("Identity", xs)]
+        return [w.one(op_type, [xs[0], w.ints(a["axes"])])]
+    return emit
+
+
+BINARY = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow", "maximum": "Max", "minimum": "Min"}
+UNARY = ("relu", "sigmoid", "tanh", "gelu", "gelu_tanh", "erf", "exp", "log", "sqrt", "rsqrt", "neg", "abs", "silu")
+
+EMITTERS = {
+    "conv2d": _conv2d,
+    "matmul": lambda w, a, xs, ins, outs: [_activation(w, w.one("MatMul", xs), a["activation"], outs[0].dtype)],
+    "max_pool2d": _pool("max_pool2d"),
+    "avg_pool2d": _pool("avg_pool2d"),
+    "batch_norm": _batch_norm,
+    "layer_norm": _layer_norm,
+    "softmax": lambda w, a, xs, ins, outs: [w.one("Softmax", xs, axis=int(a["axis"]))],
+    "concat": lambda w, a, xs, ins, outs: [w.one("Concat", xs, axis=int(a["axis"]))],
+    "split": lambda w, a, xs, ins, outs: w.op("Split", [xs[0], w.ints(a["sizes"])], len(a["sizes"]),
+                                               axis=int(a["axis"])),
+    "transpose": lambda w, a, xs, ins, outs: [w.one("Transpose", xs, perm=list(a["perm"]))],
+    "reshape": lambda w, a, xs, ins, outs: [w.one("Reshape", [xs[0], w.ints(a["shape"])])],
+    "broadcast_to": lambda w, a, xs, ins, outs: [w.one("Expand", [xs[0], w.ints(a["shape"])])],
+    "strided_slice": _strided_slice,
+    "squeeze": _identity_if_empty("Squeeze"),
+    "expand_dims": _identity_if_empty("Unsqueeze"),
+    "pad": _pad,
+    "enlarge": _enlarge,
+    "cast": lambda w, a, xs, ins, outs: [w.one("Cast", xs, to=_elem_type(a["dtype"]))],
+    **{name: _reduce(name) for name in ("sum", "mean", "max", "min")},
+    **{name: (lambda op: lambda w, a, xs, ins, outs: [_unary(w, op, xs[0], outs[0].dtype)])(name)
+       for name in UNARY},
+    **{name: (lambda op: lambda w, a, xs, ins, outs: [w.one(op, xs)])(op_type) for name, op_type in BINARY.items()},
+}
+
+
+# ---- whole graphs ---------------------------------------------------------------------------------
+def flat_outputs(result, exports) -> list[int]:
+    """Graph output indices in the order the Relax function returns them (tuples flattened)."""
+    from ..bridge.records import ExportRef
+
+    if isinstance(result, ExportRef):
+        return flat_outputs(exports[result.index].structure, exports)
+    if isinstance(result, tuple):
+        return [i for item in result for i in flat_outputs(item, exports)]
+    return [int(result)]
+
+
+def export_graph(graph: Graph, signature, input_names: Sequence[str], output_names: Sequence[str],
+                 name: str = "taso_relay"):
+    """An ONNX ModelProto computing what `graph` computes; inputs and outputs carry the given names."""
+    from onnx import helper
+
+    opaque = sorted({graph.nodes[i].attr("label") or "opaque" for i in graph.nodes_of("opaque")})
+    if opaque:
+        raise ExportError(f"the graph has opaque operators with no ONNX form: {', '.join(opaque)}")
+    if len(input_names) != len(signature.input_names):
+        raise ExportError(f"{len(signature.input_names)} graph inputs but {len(input_names)} ONNX input names")
+    input_of = dict(zip(signature.input_names, input_names))
+    order = flat_outputs(signature.result, signature.exports)
+    if len(order) != len(output_names):
+        raise ExportError(f"the function returns {len(order)} tensors but the model has {len(output_names)} outputs")
+
+    w = _Writer()
+    values: list[list[str]] = []
+    known: dict[int, list[np.ndarray]] = {}  # nodes computed from weights and constants only
+    graph_inputs = []
+    for i, node in enumerate(graph.nodes):
+        a = node.attr_dict
+        if node.op == "input":
+            onnx_name = input_of.get(a["name"], a["name"])
+            graph_inputs.append(helper.make_tensor_value_info(onnx_name, _elem_type(a["dtype"]), list(a["shape"])))
+            values.append([onnx_name])
+        elif node.op in ("weight", "constant"):
+            value = (_weight_value(graph, a) if node.op == "weight"
+                     else constant_value(a["kind"], tuple(a["shape"]), a["dtype"]))
+            known[i] = [value]
+            values.append([w.const(value, "w" if node.op == "weight" else a["kind"])])
+        elif (folded := _fold(graph, node, known)) is not None:
+            # Like TVM's FoldConstant: weight transforms (enlarge, transpose, ...) become initializers.
+            known[i] = folded
+            values.append([w.const(v, "folded") for v in folded])
+        else:
+            emit = EMITTERS.get(node.op)
+            if emit is None:
+                raise ExportError(f"graph operator '{node.op}' has no ONNX form")
+            xs = [values[r.node][r.index] for r in node.inputs]
+            ins = [graph.type_of(r) for r in node.inputs]
+            values.append(emit(w, a, xs, ins, list(node.types)))
+    outputs = []
+    for onnx_name, k in zip(output_names, order):
+        ref = graph.outputs[k]
+        w.nodes.append(helper.make_node("Identity", [values[ref.node][ref.index]], [onnx_name], name=w.name("out")))
+        t = graph.type_of(ref)
+        outputs.append(helper.make_tensor_value_info(onnx_name, _elem_type(t.dtype), list(t.shape)))
+    used = {i for n in w.nodes for i in n.input}
+    inits = [t for t in w.inits if t.name in used]  # weights consumed only by folded nodes are gone
+    onnx_graph = helper.make_graph(w.nodes, name, graph_inputs, outputs, initializer=inits)
+    model = helper.make_model(onnx_graph, opset_imports=[helper.make_opsetid("", OPSET)],
+                              producer_name="taso_relay", ir_version=IR_VERSION)
+    _onnx().checker.check_model(model)
+    return model
+
+
+FOLD_LIMIT = 64 << 20  # bytes: larger results stay computed in the model
+
+
+def _fold(graph: Graph, node, known: dict) -> list[np.ndarray] | None:
+    """The node's outputs when all its inputs are known constants and the interpreter can compute them."""
+    from ..graph import get_op
+
+    if not node.inputs or any(r.node not in known for r in node.inputs):
+        return None
+    opdef = get_op(node.op)
+    if opdef.ref is None or node.op == "opaque":
+        return None
+    try:
+        with np.errstate(all="ignore"):
+            outs = [np.asarray(o) for o in opdef.ref([known[r.node][r.index] for r in node.inputs], node.attr_dict)]
+    except Exception:  # noqa: BLE001 - leave it to onnxruntime
+        return None
+    if sum(o.nbytes for o in outs) > FOLD_LIMIT or [o.shape for o in outs] != [t.shape for t in node.types]:
+        return None
+    return [o.astype(t.dtype, copy=False) for o, t in zip(outs, node.types)]
+
+
+def _weight_value(graph: Graph, attrs) -> np.ndarray:
+    name = attrs["name"]
+    if name in graph.values:
+        return np.asarray(graph.values[name])
+    payload = graph.payloads.get(name)
+    if payload is not None and hasattr(payload, "value"):
+        return payload.value.numpy()
+    raise ExportError(f"weight '{name}' has no value")
+
+
+@dataclass
+class Exported:
+    """The ONNX model written for an optimized module and how it came about."""
+
+    model: object
+    exported: bool  # False: the prepared input model was written instead
+    reason: str = ""
+    max_diff: float | None = None
+
+
+def export_module(mod, prepared, func: str = "main", graph=None, signature=None, check: bool = True,
+                  seed: int = 0) -> Exported:
+    """The optimized module as ONNX, checked against the input model; else the input model, with the reason."""
+    from ..bridge import graph_from_function
+    import warnings
+
+    if graph is None or signature is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            imported = graph_from_function(mod[func], func)
+        if imported is None:
+            return Exported(prepared.model, False, "the optimized function has no graph form")
+        graph, signature = imported.graph, imported.signature
+    try:
+        model = export_graph(graph, signature, [t.name for t in prepared.inputs],
+                             [t.name for t in prepared.outputs])
+    except ExportError as exc:
+        return Exported(prepared.model, False, str(exc))
+    if not check:
+        return Exported(model, True)
+    ok, diff, why = check_numerics(prepared.original, model, prepared.inputs, seed=seed)
+    if not ok:
+        return Exported(prepared.model, False, f"the exported graph does not match the input model ({why})", diff)
+    return Exported(model, True, "", diff)
+
+
+# ---- numerics ---------------------------------------------------------------------------------------
+def random_onnx_inputs(inputs, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for t in inputs:
+        if np.issubdtype(np.dtype(t.dtype), np.floating):
+            feeds[t.name] = rng.uniform(-1, 1, size=t.shape).astype(t.dtype)
+        elif np.dtype(t.dtype) == np.bool_:
+            feeds[t.name] = rng.integers(0, 2, size=t.shape).astype(bool)
+        else:
+            feeds[t.name] = rng.integers(0, 4, size=t.shape).astype(t.dtype)
+    return feeds
+
+
+def run_onnxruntime(model, feeds: dict) -> list[np.ndarray]:
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+def close(want: np.ndarray, got: np.ndarray) -> tuple[bool, float]:
+    """Equal up to float32 rounding scaled by the reference's magnitude; (ok, max abs diff)."""
+    want, got = np.asarray(want), np.asarray(got)
+    if want.shape != got.shape:
+        return False, float("inf")
+    if not np.issubdtype(want.dtype, np.floating):
+        return bool(np.array_equal(want, got)), float(np.max(np.abs(want.astype(np.float64) - got), initial=0))
+    a, b = want.astype(np.float64), got.astype(np.float64)
+    finite = np.abs(a[np.isfinite(a)])
+    scale = 1.0 + (float(finite.max()) if finite.size else 0.0)
+    both = np.isfinite(a) & np.isfinite(b)
+    diff = float(np.max(np.abs(a[both] - b[both]), initial=0.0))
+    return bool(np.allclose(b, a, rtol=0.0, atol=1e-4 * scale, equal_nan=True)), diff
+
+
+def check_numerics(reference, candidate, inputs, seed: int = 0) -> tuple[bool, float | None, str]:
+    """Run both ONNX models with onnxruntime on the same random inputs: (equal, max abs diff, why not)."""
+    feeds = random_onnx_inputs(inputs, seed)
+    try:
+        want = run_onnxruntime(reference, feeds)
+    except Exception as exc:  # noqa: BLE001 - the reference may use operators onnxruntime lacks
+        return True, None, f"not checked: onnxruntime cannot run the input model ({type(exc).__name__})"
+    try:
+        got = run_onnxruntime(candidate, feeds)
+    except Exception as exc:  # noqa: BLE001
+        return False, None, f"onnxruntime cannot run it: {str(exc).strip().splitlines()[0]}"
+    worst = 0.0
+    for k, (a, b) in enumerate(zip(want, got)):
+        ok, diff = close(a, b)
+        worst = max(worst, diff)
+        if not ok:
+            return False, diff, f"output {k} differs by up to {diff:.3g}"
+    return True, worst, ""

@@ -1,0 +1,395 @@
+"""Load an ONNX model, pin its input shapes, infer shapes, fold constants and import it with TVM.
+
+PyTorch exports compute some shapes inside the graph (Shape -> Gather ->
+Concat -> Pad, ...). TVM's importer wants those values as constants, so
+they are folded here first: every node whose inputs are all known constants
+(initializers, Constant nodes, or the Shape of a tensor whose shape is
+static) is evaluated with onnx's reference evaluator and replaced by an
+initializer. Every failure is an `InputError` with a one-line message.
+"""
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import sys
+import traceback
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from .errors import InputError
+
+NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
+                    "Bernoulli", "Dropout"}
+SUBGRAPH_OPS = {"If", "Loop", "Scan"}
+MAX_FOLDED_BYTES = 64 << 20  # a folded tensor larger than this stays computed
+
+
+@dataclass
+class Tensor:
+    """An ONNX graph input or output: its name, static shape and numpy dtype."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "shape": list(self.shape), "dtype": self.dtype}
+
+
+@dataclass
+class Prepared:
+    """A model ready for the optimizer."""
+
+    path: Path
+    original: object  # onnx.ModelProto as loaded (input shapes pinned)
+    model: object  # after shape inference and constant folding
+    mod: object  # tvm.IRModule from TVM's ONNX importer (weights as constants)
+    inputs: list[Tensor] = field(default_factory=list)
+    outputs: list[Tensor] = field(default_factory=list)
+    folded: int = 0  # nodes folded into initializers
+
+    @property
+    def opset(self) -> int:
+        return onnx_opset(self.model)
+
+
+# ---- loading -------------------------------------------------------------------------
+def load_onnx(path) -> "onnx.ModelProto":  # noqa: F821
+    """Read and check an ONNX file; InputError for a missing, foreign, truncated or invalid file."""
+    import onnx
+    from google.protobuf.message import DecodeError
+
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"no such model file: {path}")
+    if not path.is_file():
+        raise InputError(f"not a file: {path}")
+    data = path.read_bytes()
+    if not data:
+        raise InputError(f"{path} is empty, not an ONNX model")
+    try:
+        model = onnx.load_model_from_string(data)
+    except (DecodeError, RuntimeError, ValueError) as exc:
+        raise InputError(_unparsable(path, data, exc)) from exc
+    if model.ir_version <= 0 or not model.HasField("graph"):
+        raise InputError(f"{path} is not an ONNX model (no IR version or graph)")
+    if any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer):
+        try:
+            from onnx.external_data_helper import load_external_data_for_model
+            load_external_data_for_model(model, str(path.parent))
+        except (OSError, ValueError) as exc:
+            raise InputError(f"{path}: cannot load its external weights: {_first_line(exc)}") from exc
+    try:
+        onnx.checker.check_model(model)
+    except (onnx.checker.ValidationError, ValueError) as exc:
+        raise InputError(f"{path} is not a valid ONNX model (truncated or corrupt?): {_first_line(exc)}") from exc
+    return model
+
+
+def _unparsable(path: Path, data: bytes, exc: Exception) -> str:
+    # A serialized ModelProto starts with field 1 (ir_version, a varint): tag byte 0x08.
+    if data[:1] == b"\x08":
+        return f"{path} is a truncated or corrupt ONNX model (cannot parse it: {_first_line(exc)})"
+    return f"{path} is not an ONNX model (cannot parse it as ONNX protobuf)"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def onnx_opset(model) -> int:
+    for imp in model.opset_import:
+        if imp.domain in ("", "ai.onnx"):
+            return int(imp.version)
+    return 1
+
+
+# ---- input shapes ----------------------------------------------------------------------
+def parse_input_shapes(specs: Sequence[str] | None) -> dict[str, tuple[int, ...]]:
+    """['x:1,3,224,224', ...] -> {'x': (1, 3, 224, 224)}; the name may contain ':' (the last one splits)."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    for spec in specs or ():
+        name, sep, dims = spec.rpartition(":")
+        if not sep or not name:
+            raise InputError(f"--input-shape '{spec}' is not NAME:D1,D2,... (e.g. input:1,3,224,224)")
+        try:
+            shape = tuple(int(d) for d in dims.replace("x", ",").split(",") if d.strip()) if dims.strip() else ()
+        except ValueError:
+            raise InputError(f"--input-shape '{spec}': dimensions must be integers") from None
+        if any(d <= 0 for d in shape):
+            raise InputError(f"--input-shape '{spec}': dimensions must be positive")
+        shapes[name] = shape
+    return shapes
+
+
+def graph_inputs(model) -> list:
+    """The model's real inputs: graph inputs that are not initializers."""
+    inits = {t.name for t in model.graph.initializer}
+    return [i for i in model.graph.input if i.name not in inits]
+
+
+def _np_dtype(elem_type: int) -> str:
+    from onnx import helper
+    try:
+        return str(np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)))
+    except (KeyError, TypeError, ValueError):
+        return "unknown"
+
+
+def pin_input_shapes(model, shapes: Mapping[str, Sequence[int]]) -> list[Tensor]:
+    """Write the given shapes into the model's inputs; InputError if any input dimension stays unknown."""
+    inputs = graph_inputs(model)
+    names = [i.name for i in inputs]
+    unknown = sorted(set(shapes) - set(names))
+    if unknown:
+        raise InputError(f"--input-shape names unknown input(s) {', '.join(unknown)}; "
+                         f"the model's inputs are: {', '.join(names)}")
+    out = []
+    for value in inputs:
+        ttype = value.type.tensor_type if value.type.HasField("tensor_type") else None
+        if ttype is None:
+            raise InputError(f"input '{value.name}' is not a tensor; only tensor inputs are supported")
+        if value.name in shapes:
+            wanted = tuple(int(d) for d in shapes[value.name])
+            if ttype.HasField("shape") and len(ttype.shape.dim) != len(wanted):
+                raise InputError(f"--input-shape {value.name}: rank {len(wanted)} but the model's input "
+                                 f"has rank {len(ttype.shape.dim)}")
+            for dim, size in zip(_dims(ttype, len(wanted)), wanted):
+                dim.Clear()
+                dim.dim_value = size
+        if not ttype.HasField("shape"):
+            raise InputError(f"input '{value.name}' has an unknown rank; give its shape with "
+                             f"--input-shape {value.name}:D1,D2,...")
+        dims = []
+        for dim in ttype.shape.dim:
+            dims.append(dim.dim_value if dim.HasField("dim_value") and dim.dim_value > 0 else None)
+        if any(d is None for d in dims):
+            shown = ",".join(str(d) if d is not None else (dim.dim_param or "?")
+                             for d, dim in zip(dims, ttype.shape.dim))
+            example = ",".join(str(d) if d is not None else "1" for d in dims)
+            raise InputError(f"input '{value.name}' has a dynamic shape [{shown}]; give a static one, "
+                             f"e.g. --input-shape {value.name}:{example}")
+        out.append(Tensor(value.name, tuple(dims), _np_dtype(ttype.elem_type)))
+    return out
+
+
+def _dims(ttype, rank: int):
+    if not ttype.HasField("shape"):
+        for _ in range(rank):
+            ttype.shape.dim.add()
+    return list(ttype.shape.dim)
+
+
+# ---- shape inference and constant folding ------------------------------------------------
+def infer_shapes(model):
+    import onnx
+    try:
+        return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+    except Exception as exc:  # noqa: BLE001 - inference is a help, not a requirement
+        warnings.warn(f"taso_relay: ONNX shape inference failed ({_first_line(exc)}); importing without it")
+        return model
+
+
+def _static_shapes(model) -> dict[str, tuple[int, ...]]:
+    shapes = {}
+    for v in list(model.graph.input) + list(model.graph.value_info) + list(model.graph.output):
+        t = v.type.tensor_type if v.type.HasField("tensor_type") else None
+        if t is None or not t.HasField("shape"):
+            continue
+        dims = [d.dim_value if d.HasField("dim_value") else -1 for d in t.shape.dim]
+        if all(d >= 0 for d in dims):
+            shapes[v.name] = tuple(dims)
+    return shapes
+
+
+def _shape_value(node, shape: tuple[int, ...]) -> np.ndarray:
+    """Shape (with start/end, opset 15) or Size of a tensor with a static shape."""
+    if node.op_type == "Size":
+        return np.asarray(int(np.prod(shape, dtype=np.int64)), dtype=np.int64)
+    attrs = {a.name: a.i for a in node.attribute}
+    rank = len(shape)
+    start, end = attrs.get("start", 0), attrs.get("end", rank)
+    start = min(max(start + rank if start < 0 else start, 0), rank)
+    end = min(max(end + rank if end < 0 else end, 0), rank)
+    return np.asarray(shape[start:end], dtype=np.int64)
+
+
+def _evaluate(node, feeds: dict, opset: int) -> list[np.ndarray] | None:
+    from onnx.reference import ReferenceEvaluator
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            evaluator = ReferenceEvaluator(node, opsets={"": opset})
+            results = evaluator.run(None, {k: v for k, v in feeds.items() if k})
+    except Exception:  # noqa: BLE001 - a node the reference cannot run is simply left in the graph
+        return None
+    return [np.asarray(r) for r in results]
+
+
+def fold_constants(model, max_rounds: int = 8):
+    """Replace nodes computable from constants by initializers; returns (model, number of nodes folded)."""
+    from onnx import numpy_helper
+
+    opset = onnx_opset(model)
+    total = 0
+    for _ in range(max_rounds):
+        graph = model.graph
+        consts = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+        shapes = _static_shapes(model)
+        keep_outputs = {o.name for o in graph.output}
+        kept, new_consts, folded = [], {}, 0
+        for node in graph.node:
+            values = _fold_node(node, consts, shapes, keep_outputs, opset)
+            if values is None:
+                kept.append(node)
+                continue
+            for name, value in zip(node.output, values):
+                consts[name] = new_consts[name] = value
+            folded += 1
+        if not folded:
+            break
+        used = {i for n in kept for i in n.input} | keep_outputs
+        del graph.node[:]
+        graph.node.extend(kept)
+        for name, value in new_consts.items():
+            if name in used:
+                graph.initializer.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
+        _drop_unused_initializers(model, used)
+        total += folded
+        model = infer_shapes(model)
+    return model, total
+
+
+def _fold_node(node, consts, shapes, keep_outputs, opset):
+    if node.domain not in ("", "ai.onnx") or any(o in keep_outputs for o in node.output):
+        return None
+    if node.op_type in NONDETERMINISTIC or node.op_type in SUBGRAPH_OPS:
+        return None
+    if any(a.type in (5, 10) for a in node.attribute):  # GRAPH / GRAPHS attributes
+        return None
+    if node.op_type in ("Shape", "Size") and node.input[0] in shapes:
+        return [_shape_value(node, shapes[node.input[0]])]
+    present = [i for i in node.input if i]
+    if not all(i in consts for i in present):
+        return None
+    values = _evaluate(node, {i: consts[i] for i in present}, opset)
+    if values is None or len(values) != len(node.output):
+        return None
+    if sum(v.nbytes for v in values) > MAX_FOLDED_BYTES:
+        return None
+    return values
+
+
+def _drop_unused_initializers(model, used: set) -> None:
+    """Remove initializers nothing reads (and their entries in graph.input, as older exporters list them)."""
+    graph = model.graph
+    real_inputs = {i.name for i in graph_inputs(model)}
+    keep = [t for t in graph.initializer if t.name in used]
+    if len(keep) == len(graph.initializer):
+        return
+    del graph.initializer[:]
+    graph.initializer.extend(keep)
+    inits = {t.name for t in keep}
+    for value in [v for v in graph.input if v.name not in inits and v.name not in real_inputs]:
+        graph.input.remove(value)
+
+
+# ---- import -------------------------------------------------------------------------------
+def import_relax(model, path) -> "tvm.IRModule":  # noqa: F821
+    """TVM's ONNX importer; InputError naming the operator it could not convert."""
+    import tvm
+    from tvm.relax.frontend.onnx import from_onnx
+
+    error = None
+    # TVM logs from C++ when the failed importer is destroyed; keep that off the user's terminal.
+    with stderr_silenced():
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return from_onnx(model, keep_params_in_input=False)
+        except tvm.error.OpNotImplemented as exc:
+            ops = _first_line(exc).split(":", 1)[-1].strip()
+            error = InputError(f"{path}: TVM's ONNX importer does not support operator(s) {ops}")
+            error.detail = traceback.format_exc()
+        except Exception as exc:  # noqa: BLE001 - name the node the importer was converting
+            node = _failing_node(sys.exc_info()[2])
+            where = f"{node.op_type} node '{node.name or node.output[0]}'" if node is not None else "the model"
+            error = InputError(f"{path}: TVM's ONNX importer cannot convert {where}: "
+                               f"{type(exc).__name__}: {_first_line(exc)}")
+            error.detail = traceback.format_exc()
+            node = None
+        gc.collect()
+    raise error
+
+
+@contextlib.contextmanager
+def stderr_silenced():
+    """Send file descriptor 2 to /dev/null for the duration (C++ logging does not go through sys.stderr)."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def _failing_node(tb):
+    """The ONNX node TVM's importer was converting when it raised (read from its stack frame)."""
+    node = None
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code.co_name == "_construct_nodes" and "node" in frame.f_locals:
+            node = frame.f_locals["node"]
+        tb = tb.tb_next
+    return node
+
+
+def prepare(path, input_shapes: Mapping[str, Sequence[int]] | None = None, fold: bool = True) -> Prepared:
+    """Everything between an ONNX file and a Relax module the optimizer can work on."""
+    import onnx
+
+    path = Path(path)
+    original = load_onnx(path)
+    inputs = pin_input_shapes(original, input_shapes or {})
+    model = onnx.ModelProto()
+    model.CopyFrom(original)
+    model = infer_shapes(model)
+    folded = 0
+    if fold:
+        model, folded = fold_constants(model)
+    mod = import_relax(model, path)
+    outputs = _output_tensors(model, mod)
+    return Prepared(path, original, model, mod, inputs, outputs, folded)
+
+
+def _output_tensors(model, mod) -> list[Tensor]:
+    """ONNX output names with the static shapes and dtypes the Relax function returns."""
+    from tvm import relax
+
+    ret = mod["main"].ret_ty if hasattr(mod["main"], "ret_ty") else mod["main"].ty.ret
+    leaves = list(ret.fields) if isinstance(ret, relax.TupleType) else [ret]
+    out = []
+    for value, ty in zip(model.graph.output, leaves + [None] * len(model.graph.output)):
+        shape, dtype = (), "unknown"
+        if isinstance(ty, relax.TensorType) and ty.shape is not None:
+            try:
+                shape = tuple(int(d) for d in ty.shape.values)
+            except TypeError:
+                shape = ()
+            dtype = str(ty.dtype)
+        out.append(Tensor(value.name, shape, dtype))
+    return out

@@ -1,0 +1,80 @@
+"""`taso-relay compile` then `taso-relay run`: outputs equal onnxruntime's."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    path = tmp_path_factory.mktemp("inputs") / "in.npz"
+    np.savez(path, x=np.random.default_rng(3).uniform(-1, 1, (1, 3, 8, 8)).astype("float32"))
+    return path
+
+
+def _onnxruntime(model, x):
+    return ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+
+
+@pytest.mark.parametrize("taso", [True, False], ids=["taso", "no-taso"])
+def test_compile_then_run_matches_onnxruntime(cli, small, inputs, tmp_path, taso):
+    lib = tmp_path / "model.so"
+    status, out, err = cli("compile", small, "-o", lib, *([] if taso else ["--no-taso"]))
+    assert status == 0, err
+    assert lib.is_file() and (tmp_path / "model.so.json").is_file()
+    assert ("taso     main:" in out) == taso
+
+    outputs = tmp_path / "out.npz"
+    status, out, err = cli("run", lib, "--inputs", inputs, "--outputs", outputs, "--print-time", "--repeat", "2")
+    assert status == 0, err
+    assert "output   probs float32[1, 5]" in out and "ms median" in out
+    got = np.load(outputs)
+    assert list(got.files) == ["probs"]
+    (want,) = _onnxruntime(small, np.load(inputs)["x"])
+    np.testing.assert_allclose(got["probs"], want, rtol=1e-5, atol=1e-6)
+
+
+def test_run_json_random_inputs_and_bad_inputs(cli, small, tmp_path):
+    lib = tmp_path / "m.so"
+    assert cli("compile", small, "-o", lib, "--json")[0] == 0
+    status, out, _ = cli("run", lib, "--json")
+    assert status == 0 and json.loads(out)["outputs"][0]["shape"] == [1, 5]
+
+    wrong = tmp_path / "wrong.npz"
+    np.savez(wrong, x=np.zeros((2, 3, 8, 8), "float32"))
+    status, _, err = cli("run", lib, "--inputs", wrong)
+    assert status == 2 and "has shape [2, 3, 8, 8], the model takes [1, 3, 8, 8]" in err
+
+    named = tmp_path / "named.npz"
+    np.savez(named, y=np.zeros((1, 3, 8, 8), "float32"), z=np.zeros(1))
+    status, _, err = cli("run", lib, "--inputs", named)
+    assert status == 2 and "has no array 'x'" in err
+
+    status, _, err = cli("run", tmp_path / "missing.so")
+    assert status == 2 and err.strip() == f"taso-relay: error: no such library: {tmp_path / 'missing.so'}"
+
+    junk = tmp_path / "junk.so"
+    junk.write_text("not a library")
+    status, _, err = cli("run", junk, "--inputs", wrong)
+    assert status == 2 and "cannot load" in err and err.count("\n") == 1
+
+
+@pytest.mark.slow
+def test_tune_then_compile_with_its_records(cli, small, inputs, tmp_path):
+    """MetaSchedule tuning (a few trials: minutes on two cores), then a build that reuses the records."""
+    work = tmp_path / "tuning"
+    target = '{"kind": "llvm", "num-cores": 2}'
+    status, out, err = cli("tune", small, "--trials", "4", "--max-trials-per-task", "1", "--work-dir", work,
+                           "--target", target)
+    assert status == 0, err
+    assert "records in" in out and (work / "database_tuning_record.json").is_file()
+    lib, outputs = tmp_path / "tuned.so", tmp_path / "out.npz"
+    status, out, err = cli("compile", small, "-o", lib, "--work-dir", work, "--target", target, "--json")
+    assert status == 0, err
+    assert json.loads(out)["tuning"]["records"] > 0
+    assert cli("run", lib, "--inputs", inputs, "--outputs", outputs)[0] == 0
+    (want,) = _onnxruntime(small, np.load(inputs)["x"])
+    np.testing.assert_allclose(np.load(outputs)["probs"], want, rtol=1e-5, atol=1e-6)

@@ -1,0 +1,69 @@
+"""`taso-relay optimize` end to end: the report, --report, --emit-relax, --emit-onnx (checked) and --draw."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+
+def _ort(path_or_model, feeds):
+    data = path_or_model.SerializeToString() if hasattr(path_or_model, "SerializeToString") else str(path_or_model)
+    return ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
+
+
+def test_optimize_writes_everything_and_the_onnx_matches(cli, small, tmp_path):
+    paths = {k: tmp_path / n for k, n in (("report", "r.json"), ("relax", "o.py"), ("onnx", "o.onnx"),
+                                           ("draw", "o.svg"))}
+    status, out, err = cli("optimize", small, "--report", paths["report"], "--emit-relax", paths["relax"],
+                           "--emit-onnx", paths["onnx"], "--draw", paths["draw"])
+    assert status == 0, err
+    assert "main:" in out and "conv2d 2" in out
+    assert "optimized graph, matches the input model in onnxruntime" in out
+
+    report = json.loads(paths["report"].read_text())
+    assert report["functions"]["main"]["ops_before"]["conv2d"] == 2
+    assert report["inputs"] == [{"name": "x", "shape": [1, 3, 8, 8], "dtype": "float32"}]
+    assert report["onnx"]["exported"] is True
+
+    from tvm.script import from_source
+    assert "main" in [g.name_hint for g in from_source(paths["relax"].read_text()).get_global_vars()]
+
+    exported = onnx.load(str(paths["onnx"]))
+    onnx.checker.check_model(exported)
+    assert exported.producer_name == "taso_relay"
+    x = np.random.default_rng(1).uniform(-1, 1, (1, 3, 8, 8)).astype("float32")
+    (want,), (got,) = _ort(small, {"x": x}), _ort(exported, {"x": x})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+    drawing = report["drawing"]["path"]
+    assert drawing.endswith((".svg", ".dot"))
+    if drawing.endswith(".dot"):
+        assert "graphviz" in out and open(drawing).read().startswith("digraph")
+
+
+def test_optimize_json_and_pass_settings(cli, small):
+    status, out, err = cli("optimize", small, "--json", "--cost", "analytic", "--time-limit", "2",
+                           "--target", '{"kind": "llvm", "num-cores": 1}')
+    assert status == 0, err
+    result = json.loads(out)
+    assert result["cost"] == "analytic" and result["time_limit"] == 2.0
+    assert result["target"]["kind"] == "llvm"
+    assert result["functions"]["main"]["status"] in ("optimized", "unchanged")
+    assert err == ""  # no progress bar when stderr is not a terminal
+
+
+def test_emit_onnx_falls_back_to_the_input_model_with_a_warning(cli, model_dir, tmp_path):
+    out_path = tmp_path / "pad.onnx"
+    status, out, err = cli("optimize", model_dir / "dynamic_pad.onnx", "--emit-onnx", out_path)
+    assert status == 0, err
+    assert "folded   6 ONNX nodes" in out
+    assert "the input model, not the optimized graph" in out
+    assert err.startswith("taso-relay: warning: could not export") and err.count("\n") == 1
+    assert "opaque operators with no ONNX form: relax.call_tir" in err
+    model = onnx.load(str(out_path))
+    assert [n.op_type for n in model.graph.node] == ["Pad", "Conv", "Sigmoid"]  # folded, still runs
+    x = np.random.default_rng(0).uniform(size=(1, 3, 7, 8)).astype("float32")
+    np.testing.assert_allclose(_ort(model, {"x": x})[0], _ort(model_dir / "dynamic_pad.onnx", {"x": x})[0],
+                               rtol=1e-6)

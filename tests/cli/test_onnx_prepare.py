@@ -1,0 +1,71 @@
+"""Input preparation: shape inference and constant folding let graph-computed shapes import."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import cli_models as models
+from taso_relay.bridge.execute import run_module
+from taso_relay.onnx_io import InputError, fold_constants, parse_input_shapes, prepare
+
+
+def test_dynamic_pad_imports_after_preparation(model_dir):
+    from tvm.relax.frontend.onnx import from_onnx
+
+    path = model_dir / "dynamic_pad.onnx"
+    with pytest.raises(Exception, match="[Dd]ynamic pads"):
+        from_onnx(onnx.load(str(path)), keep_params_in_input=False)  # TVM alone cannot
+    prepared = prepare(path)
+    assert prepared.folded == 6
+    assert [n.op_type for n in prepared.model.graph.node] == ["Pad", "Conv", "Sigmoid"]
+    assert prepared.outputs[0].shape == (1, 2, 8, 8)
+    x = np.random.default_rng(0).uniform(-1, 1, (1, 3, 7, 8)).astype("float32")
+    (got,) = run_module(prepared.mod, [x])
+    (want,) = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_fold_constants_handles_constant_nodes_and_shape_slices():
+    nodes = [
+        helper.make_node("Constant", [], ["k"], value=numpy_helper.from_array(np.array([2], np.int64))),
+        helper.make_node("Shape", ["x"], ["tail"], start=-2),
+        helper.make_node("Mul", ["tail", "k"], ["doubled"]),
+        helper.make_node("Concat", ["one", "doubled"], ["shape"], axis=0),
+        helper.make_node("Reshape", ["x", "shape"], ["y"], allowzero=0),
+    ]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(np.array([-1], np.int64), "one")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = onnx.shape_inference.infer_shapes(model)
+    folded, count = fold_constants(model)
+    assert count == 4
+    assert [n.op_type for n in folded.graph.node] == ["Reshape"]
+    inits = {t.name: numpy_helper.to_array(t) for t in folded.graph.initializer}
+    assert inits["shape"].tolist() == [-1, 6, 8]
+    assert "one" not in inits  # initializers nobody uses any more are dropped
+
+
+def test_unsupported_operator_is_named(tmp_path):
+    graph = helper.make_graph([helper.make_node("Det", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])])
+    path = models.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "det.onnx")
+    with pytest.raises(InputError, match="does not support operator\\(s\\) Det"):
+        prepare(path)
+
+
+@pytest.mark.parametrize("spec, shape", [("x:1,3,224,224", (1, 3, 224, 224)), ("input.1:2x3", (2, 3)),
+                                         ("a:b:4", (4,))])
+def test_parse_input_shapes(spec, shape):
+    ((name, got),) = parse_input_shapes([spec]).items()
+    assert got == shape and name == spec.rpartition(":")[0]
+
+
+@pytest.mark.parametrize("spec", ["x", "x:1,a", "x:0,3", ":1,2"])
+def test_parse_input_shapes_rejects(spec):
+    with pytest.raises(InputError):
+        parse_input_shapes([spec])
