@@ -8,6 +8,8 @@ model computes beyond float rounding.
 """
 from __future__ import annotations
 
+import functools
+import os
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -20,6 +22,11 @@ from .bridge import execute
 from .bridge.from_relax import Imported, function_name, graph_from_function
 from .bridge.to_relax import function_from_graph, module_from_graph
 from .graph import Graph, NotModelled, evaluate, random_feeds
+from .search import optimize
+from .subst import default_rules, load_rules
+from .subst.incremental import RuleIndex
+
+COST_MODELS = ("analytic", "measured", "tuned")
 
 SKIPPED_ATTRS = ("Primitive", "Composite", "Codegen")  # fused or offloaded kernels: not ours to rewrite
 
@@ -36,12 +43,34 @@ class FunctionReport:
     opaque_ops: dict = field(default_factory=dict)  # what the opaque nodes call, with counts
     seconds: float = 0.0
     warnings: list = field(default_factory=list)
+    search: object = None  # search.SearchReport: rewrites applied, cost before/after, search time
+    graph_before: object = None
+    graph_after: object = None
+    signature: object = None
+
+    @property
+    def rewrites(self) -> list[str]:
+        return [f"{a.rule_id} at {a.where}: {a.text}" for a in self.search.applied] if self.search else []
+
+    @property
+    def cost_before(self):
+        return self.search.cost_before if self.search else None
+
+    @property
+    def cost_after(self):
+        return self.search.cost_after if self.search and self.status == "optimized" else self.cost_before
+
+    @property
+    def search_seconds(self):
+        return self.search.seconds if self.search else 0.0
 
     def summary(self) -> str:
         ops = sum(v for k, v in self.ops_after.items() if k not in ("input", "weight", "constant"))
         kinds = ", ".join(f"{k} x{v}" if v > 1 else k for k, v in sorted(self.opaque_ops.items()))
         opaque = f"{self.opaque} opaque" + (f": {kinds}" if kinds else "")
         line = f"{self.name}: {self.status}, {ops} ops ({opaque}), {self.seconds:.3f} s"
+        if self.search is not None:
+            line += "\n  " + self.search.to_text().replace("\n", "\n  ")
         return line + "".join(f"\n  warning: {w}" for w in self.warnings)
 
 
@@ -51,22 +80,33 @@ class TASOOptimizer:
     target: where costs are measured (default: the target in scope, else llvm).
     cost, rules, time_limit: for the search (`optimize_graph`).
     check: verify a changed graph on random inputs and keep the original if it differs.
+    min_gain: apply the search's result only if it is predicted at least this fraction cheaper.
     """
 
-    def __init__(self, target=None, cost=None, time_limit: float = 60.0, rules=None, check: bool = True,
-                 seed: int = 0):
+    def __init__(self, target=None, cost=None, time_limit: float = 10.0, rules=None, check: bool = True,
+                 seed: int = 0, min_gain: float = 0.01):
         self.target = target
         self.cost = cost
         self.time_limit = time_limit
         self.rules = rules
         self.check = check
         self.seed = seed
+        self.min_gain = min_gain
         self.report: dict[str, FunctionReport] = {}
 
-    # ---- the search hook ------------------------------------------------------
-    def optimize_graph(self, graph: Graph) -> Graph:
-        """Return a cheaper graph computing the same outputs. The search replaces this; identity for now."""
-        return graph
+    # ---- the search ------------------------------------------------------------
+    def optimize_graph(self, graph: Graph, report: FunctionReport | None = None) -> Graph:
+        """The cheapest equivalent graph the search finds with the proven rules under the cost model."""
+        rules = resolve_rules(self.rules)
+        if not len(rules.matchers):
+            return graph
+        cost = resolve_cost(self.cost, self.target)
+        best, search_report = optimize(graph, rules, cost, time_limit=self.time_limit)
+        if report is not None:
+            report.search = search_report
+        if search_report.cost_after > search_report.cost_before * (1.0 - self.min_gain):
+            return graph  # a predicted gain within the cost model's noise is not worth a rewrite
+        return best
 
     # ---- pass body --------------------------------------------------------------
     def transform_function(self, func, mod, ctx):
@@ -103,13 +143,16 @@ class TASOOptimizer:
         for i in graph.nodes_of("opaque"):
             label = graph.nodes[i].attr("label")
             report.opaque_ops[label] = report.opaque_ops.get(label, 0) + 1
-        best = self.optimize_graph(graph)
+        report.graph_before, report.signature = graph, imported.signature
+        best = self.optimize_graph(graph, report)
+        report.graph_after = best
         if best.hash != graph.hash:
             if self.check and not self._same_results(graph, best, imported, mod):
                 report.status = "rejected"
                 report.warnings.append(f"taso_relay: optimized '{report.name}' computes different results; "
                                        "kept the original")
                 best = graph
+                report.graph_after = graph
             else:
                 report.status = "optimized"
                 report.ops_after = best.op_counts()
@@ -133,6 +176,36 @@ class TASOOptimizer:
                 runs.append(execute.run_module(module, inputs, self.target, func=sig.name))
             want, got = runs
         return all(_close(a, b) for a, b in zip(want, got))
+
+
+@functools.lru_cache(maxsize=8)
+def _load(path: str | None) -> RuleIndex:
+    """Rule files are read and compiled once per process (the index is reused across functions)."""
+    return RuleIndex(default_rules() if path is None else load_rules(path, status="PROVED"))
+
+
+def resolve_rules(rules) -> RuleIndex:
+    """None: the shipped proven rules; a path: that file's proven rules; a list of Rules: as given."""
+    if isinstance(rules, RuleIndex):
+        return rules
+    if rules is None or isinstance(rules, (str, os.PathLike)):
+        return _load(None if rules is None else os.fspath(rules))
+    return RuleIndex(list(rules))
+
+
+def resolve_cost(cost, target=None):
+    """None or "analytic": FLOPs/bytes roofline; "measured"/"tuned": TVM on `target`; or a CostModel."""
+    from . import cost as costs
+
+    if cost is None or cost == "analytic":
+        return costs.AnalyticCost()
+    if cost == "measured":
+        return costs.MeasuredCost(target=target)
+    if cost == "tuned":
+        return costs.TunedCost(target=target)
+    if isinstance(cost, str):
+        raise ValueError(f"unknown cost model '{cost}' (expected one of {', '.join(COST_MODELS)})")
+    return cost
 
 
 def _close(a: np.ndarray, b: np.ndarray) -> bool:
@@ -168,7 +241,7 @@ TASOPass.__doc__ = """Graph superoptimization of every Relax function (a tvm.tra
 """
 
 
-def taso_pipeline(target=None, cost=None, time_limit: float = 60.0, rules=None, check: bool = True):
+def taso_pipeline(target=None, cost=None, time_limit: float = 10.0, rules=None, check: bool = True):
     """TASOPass, then TVM's default Relax build pipeline: `tvm.compile(mod, target, relax_pipeline="taso")`."""
 
     @tvm.transform.module_pass(opt_level=0, name="taso_pipeline")

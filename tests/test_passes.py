@@ -98,7 +98,7 @@ def test_symbolic_function_passes_through_unchanged_with_a_warning():
 def test_wrong_rewrite_is_rejected(model, request, monkeypatch):
     """relu -> sigmoid changes results: checked by the interpreter, or by TVM when opaque nodes exist."""
     mod = request.getfixturevalue(model)
-    monkeypatch.setattr(TASOOptimizer, "optimize_graph", lambda self, g: replace_op(g, "relu", "sigmoid"))
+    monkeypatch.setattr(TASOOptimizer, "optimize_graph", lambda self, g, report=None: replace_op(g, "relu", "sigmoid"))
     taso = TASOPass()
     with pytest.warns(UserWarning, match="computes different results"):
         out = taso(mod)
@@ -107,7 +107,7 @@ def test_wrong_rewrite_is_rejected(model, request, monkeypatch):
 
 
 def test_equivalent_rewrite_is_applied(resnet, monkeypatch, run_module, rng):
-    monkeypatch.setattr(TASOOptimizer, "optimize_graph", lambda self, g: swap_add(g))
+    monkeypatch.setattr(TASOOptimizer, "optimize_graph", lambda self, g, report=None: swap_add(g))
     taso = TASOPass()
     out = taso(resnet)
     assert taso.report["main"].status == "optimized"
@@ -128,7 +128,7 @@ class NaNs:
 
 
 def test_check_accepts_nan_where_the_original_has_nan(monkeypatch):
-    monkeypatch.setattr(TASOOptimizer, "optimize_graph", lambda self, g: swap_add(g))
+    monkeypatch.setattr(TASOOptimizer, "optimize_graph", lambda self, g, report=None: swap_add(g))
     taso = TASOPass()
     taso(NaNs)
     assert taso.report["main"].status == "optimized"
@@ -136,7 +136,7 @@ def test_check_accepts_nan_where_the_original_has_nan(monkeypatch):
 
 
 def test_unchecked_pass_trusts_the_optimizer(resnet, monkeypatch):
-    monkeypatch.setattr(TASOOptimizer, "optimize_graph", lambda self, g: replace_op(g, "relu", "sigmoid"))
+    monkeypatch.setattr(TASOOptimizer, "optimize_graph", lambda self, g, report=None: replace_op(g, "relu", "sigmoid"))
     taso = TASOPass(check=False)
     out = taso(resnet)
     assert taso.report["main"].status == "optimized"
@@ -145,7 +145,7 @@ def test_unchecked_pass_trusts_the_optimizer(resnet, monkeypatch):
 
 
 def test_failing_optimizer_never_breaks_the_build(resnet, monkeypatch):
-    def boom(self, graph):
+    def boom(self, graph, report=None):
         raise RuntimeError("search exploded")
 
     monkeypatch.setattr(TASOOptimizer, "optimize_graph", boom)

@@ -29,7 +29,7 @@ def enlarge_1x1(graph):
 
 @pytest.fixture
 def rewriting(monkeypatch):
-    monkeypatch.setattr(TASOOptimizer, "optimize_graph", lambda self, graph: enlarge_1x1(graph))
+    monkeypatch.setattr(TASOOptimizer, "optimize_graph", lambda self, graph, report=None: enlarge_1x1(graph))
 
 
 def test_optimize_reports_exports_and_draws_the_rewrite(rewriting, cli, small, tmp_path):

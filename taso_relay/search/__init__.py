@@ -1,0 +1,40 @@
+"""Cost-based search for the cheapest equivalent graph (TASO's backtracking search).
+
+    from taso_relay.search import optimize
+    best, report = optimize(graph, rules, cost)      # cost: has graph_cost(graph), or is a callable
+    print(report.to_text())
+
+`optimize` never returns a costlier graph than it was given (on a tie, the
+input itself), and its report lists the rewrites applied, in order.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+from ..graph import Graph
+from ..subst.incremental import RuleIndex
+from ..subst.match import Matcher
+from ..subst.rule import Rule
+from .backtracking import DEFAULT_ALPHA, DEFAULT_BUDGET, DEFAULT_TIME_LIMIT, backtracking_search
+from .costing import CostFn, LocalCost, SupportsGraphCost, cost_function
+from .report import AppliedRewrite, SearchReport
+
+
+def optimize(graph: Graph, rules: Iterable[Rule | Matcher] | RuleIndex, cost: SupportsGraphCost | CostFn, *,
+             alpha: float = DEFAULT_ALPHA, budget: int = DEFAULT_BUDGET,
+             time_limit: float = DEFAULT_TIME_LIMIT, incremental: bool = True,
+             batch: bool = True) -> tuple[Graph, SearchReport]:
+    """Search for a cheaper equivalent of `graph` with `rules`, priced by `cost`.
+
+    rules: Rule objects, compiled Matchers, or a RuleIndex (build it once to search many graphs);
+    alpha: relaxation (a candidate is kept if its cost < alpha x the best so far);
+    budget: at most this many graphs expanded; time_limit: seconds, checked between rewrites;
+    incremental=False: the plain (slow) loop, every candidate built and costed in full;
+    batch: also try all improving, mutually distant rewrites of a graph at once.
+    """
+    return backtracking_search(graph, rules, cost, alpha=alpha, budget=budget, time_limit=time_limit,
+                               incremental=incremental, batch=batch)
+
+
+__all__ = ["AppliedRewrite", "CostFn", "DEFAULT_ALPHA", "DEFAULT_BUDGET", "DEFAULT_TIME_LIMIT", "LocalCost",
+           "SearchReport", "SupportsGraphCost", "backtracking_search", "cost_function", "optimize"]

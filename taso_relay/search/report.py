@@ -1,0 +1,83 @@
+"""What a search did, for people (text) and programs (JSON)."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass(frozen=True)
+class AppliedRewrite:
+    rule_id: str
+    text: str  # the rule's readable form
+    where: str  # the replaced values, their types and the operands bound to the rule's inputs
+
+
+@dataclass
+class SearchReport:
+    applied: list[AppliedRewrite]
+    cost_before: float
+    cost_after: float
+    seconds: float
+    graphs_explored: int  # distinct graphs built and costed
+    expansions: int  # graphs whose rewrites were enumerated
+    stopped_by: str  # "exhausted" (queue empty), "budget" or "time"
+    candidates: int = 0  # rewrites that passed the cost threshold and were queued
+    rejected: int = 0  # queued rewrites refused when applied (cycles)
+    duplicates: int = 0  # queued rewrites that led to a graph already seen
+    nodes_before: int = 0
+    nodes_after: int = 0
+    best_found_after: float = 0.0  # seconds into the search when the returned graph was first reached
+    settings: dict = field(default_factory=dict)  # alpha, budget, time_limit, rules, incremental
+
+    @property
+    def improvement(self) -> float:
+        """cost_before / cost_after (1.0: nothing gained)."""
+        return self.cost_before / self.cost_after if self.cost_after > 0 else 1.0
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["improvement"] = self.improvement
+        return data
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "SearchReport":
+        data = dict(data)
+        data.pop("improvement", None)
+        data["applied"] = [AppliedRewrite(**a) for a in data.get("applied", [])]
+        return cls(**data)
+
+    def to_text(self) -> str:
+        gain = (1 - self.cost_after / self.cost_before) * 100 if self.cost_before else 0.0
+        lines = [
+            f"TASO search: cost {_fmt(self.cost_before)} -> {_fmt(self.cost_after)} "
+            f"({gain:.1f}% less, x{self.improvement:.3f}); nodes {self.nodes_before} -> {self.nodes_after}",
+            f"  {self.seconds:.2f} s, {self.expansions} expansions, {self.graphs_explored} graphs explored, "
+            f"{self.candidates} candidates queued ({self.duplicates} duplicates, {self.rejected} rejected); "
+            f"best found after {self.best_found_after:.2f} s; stopped: {self.stopped_by}",
+        ]
+        if self.settings:
+            lines.append("  settings: " + ", ".join(f"{k}={v}" for k, v in self.settings.items()))
+        if not self.applied:
+            lines.append("  no rewrite applied")
+        counts: dict[str, int] = {}
+        for a in self.applied:
+            counts[a.rule_id] = counts.get(a.rule_id, 0) + 1
+        if counts:
+            lines.append("  rules: " + ", ".join(f"{rid} x{n}" for rid, n in counts.items()))
+        for k, a in enumerate(self.applied, 1):
+            lines.append(f"  {k:3d}. {a.rule_id} at {a.where}")
+            lines.append(f"       {a.text}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+
+def _fmt(cost: float) -> str:
+    return f"{cost:.6g}"
+
+
+__all__ = ["AppliedRewrite", "SearchReport"]
