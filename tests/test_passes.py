@@ -14,7 +14,7 @@ from taso_relay.graph import Graph, make_node
 from taso_relay.passes import TASOOptimizer, TASOPass
 
 sys.path.insert(0, str(Path(__file__).parent / "bridge"))
-from bridge_onnx_models import MODELS, import_onnx, resnet_block  # noqa: E402
+from bridge_onnx_models import MODELS, import_onnx, inception_block, resnet_block  # noqa: E402
 
 from taso_relay.bridge.execute import random_inputs  # noqa: E402
 
@@ -169,3 +169,33 @@ def test_fused_functions_are_not_rewritten(resnet, run_module, rng):
     # tuple, so compare what it computes rather than its exact binding order
     inputs = random_inputs(resnet["main"].params, rng)
     np.testing.assert_array_equal(run_module(out, inputs)[0], run_module(fused, inputs)[0])
+
+
+# ---- the search inside the pass ------------------------------------------------------
+FIXTURE_RULES = Path(__file__).parent / "subst" / "rules_fixture.json"
+
+
+def test_pass_merges_parallel_convs_and_keeps_results(run_module, rng):
+    """Inception-style block: two 1x1 convs on one input merge under a fixed per-op cost."""
+    from taso_relay.cost import FixedCost
+    from taso_relay.subst import load_rules
+
+    mod = import_onnx(inception_block())
+    rules = [r for r in load_rules(FIXTURE_RULES) if r.id == "merge-parallel-conv"]
+    taso = TASOPass(rules=rules, cost=FixedCost({"conv2d": 10.0, "concat": 1.0, "split": 1.0}), time_limit=5)
+    out = taso(mod)
+    report = taso.report["main"]
+    assert report.status == "optimized", report.summary()
+    assert report.ops_after["conv2d"] < report.ops_before["conv2d"]
+    assert report.cost_after < report.cost_before
+    assert any("merge-parallel-conv" in r for r in report.rewrites)
+    inputs = random_inputs(mod["main"].params, rng)
+    for want, got in zip(run_module(mod, inputs), run_module(out, inputs)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_pass_with_no_proven_rules_changes_nothing(resnet):
+    taso = TASOPass(rules=[])
+    out = taso(resnet)
+    tvm.ir.assert_structural_equal(out, resnet)
+    assert taso.report["main"].status == "unchanged"

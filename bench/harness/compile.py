@@ -1,0 +1,76 @@
+"""The kernel treatment, identical for every configuration of a model.
+
+* ``default``: TVM's target-specific default Relax pipeline
+  (``relax.get_default_pipeline``): LegalizeOps, FuseOps/FuseTIR and, on GPU,
+  DLight's default schedules; on CPU no schedules at all.  Then ``tvm.compile``.
+* ``tuned`` (``--tune-trials N``): ``relax.get_pipeline("static_shape_tuning",
+  total_trials=N)`` - MetaSchedule with the same trial budget for every
+  configuration, each in its own work directory - then ``tvm.compile``.
+
+The kernel count is the number of TIR PrimFuncs left after the Relax pipeline
+(one per fused kernel) together with the number of ``call_tir`` launches in
+``main``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import tvm
+from tvm import relax, tirx
+
+
+def _count_kernels(mod) -> dict:
+    prims = {gv.name_hint for gv, f in mod.functions.items() if isinstance(f, tirx.PrimFunc)}
+    launches = 0
+    main = next((f for gv, f in mod.functions.items() if gv.name_hint == "main"), None)
+    if isinstance(main, relax.Function):
+        call_tir = tvm.ir.Op.get("relax.call_tir")
+
+        def visit(e):
+            # Before CallTIRRewrite a launch is call_tir(gv, ...); after it, a
+            # direct call of the PrimFunc's GlobalVar.
+            nonlocal launches
+            if not isinstance(e, relax.Call):
+                return
+            if e.op.same_as(call_tir) or (
+                    isinstance(e.op, tvm.ir.GlobalVar) and e.op.name_hint in prims):
+                launches += 1
+        relax.analysis.post_order_visit(main.body, visit)
+    return {"primfuncs": len(prims), "call_tir": launches}
+
+
+def relax_lowering(mod, target, tune_trials: int = 0, work_dir: str | None = None):
+    """The Relax side of the kernel treatment; returns the lowered module."""
+    with target:
+        if tune_trials > 0:
+            os.makedirs(work_dir, exist_ok=True)
+            seq = relax.get_pipeline("static_shape_tuning", total_trials=tune_trials,
+                                     target=target, work_dir=work_dir)
+        else:
+            seq = relax.get_default_pipeline(target)
+        return seq(mod)
+
+
+def build(mod, target, tune_trials: int = 0, work_dir: str | None = None):
+    """Lowers and compiles ``mod``; returns ``(executable, info)``.
+
+    ``info``: ``compile_time_s`` (wall time of lowering, tuning included, and
+    code generation), ``tuning`` flag, and the kernel counts.
+    """
+    t0 = time.perf_counter()
+    lowered = relax_lowering(mod, target, tune_trials, work_dir)
+    kernels = _count_kernels(lowered)
+    # Default lowering already ran the target pipeline (finalisation
+    # included); the tuning pipeline stops before finalisation, so let
+    # tvm.compile run its default build pipeline.
+    pipeline = "default" if tune_trials > 0 else None
+    ex = tvm.compile(lowered, target=target, relax_pipeline=pipeline)
+    info = {
+        "compile_time_s": time.perf_counter() - t0,
+        "kernel_treatment": f"metaschedule-{tune_trials}" if tune_trials > 0 else "default",
+        "kernels": kernels["primfuncs"],
+        "kernel_launches": kernels["call_tir"],
+    }
+    return ex, info
