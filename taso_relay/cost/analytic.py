@@ -1,0 +1,160 @@
+"""The analytic model: FLOPs and bytes of each kernel against the machine's peaks.
+
+cost(kernel) = max(flops / peak_flops, bytes / bandwidth) + launch overhead
+(a roofline). Bytes are what the fused kernel reads and writes in memory: its
+inputs (activations and weights) and the outputs that leave it; intermediates
+inside a kernel stay in registers/cache, which is why fusion pays.
+
+The peaks are measured once with numpy (a float32 matmul and a large copy) and
+cached as JSON under the user cache directory; tests pass `MachinePeaks`
+explicitly, which makes the model fully deterministic. No TVM needed.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Sequence
+
+from ..graph import Node, TensorType
+from .kernel import Kernel
+from .paths import default_peaks_path
+from .protocol import KernelCostModel
+
+
+@dataclass(frozen=True)
+class MachinePeaks:
+    gflops: float  # sustained float32 GFLOP/s (numpy matmul)
+    gbps: float  # sustained copy bandwidth, GB/s (read + write counted)
+    launch_s: float = 2e-6  # fixed cost per kernel call
+
+
+def measure_peaks(seconds: float = 0.3) -> MachinePeaks:
+    """Time a 1024^3 matmul and a 64 MiB copy with numpy; best of repeats."""
+    import numpy as np
+
+    n = 1024
+    a = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)
+    b = a.copy()
+    best = math.inf
+    deadline = time.perf_counter() + seconds
+    while True:
+        t = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - t)
+        if time.perf_counter() > deadline:
+            break
+    gflops = 2 * n ** 3 / best / 1e9
+    src = np.ones(16 * 1024 * 1024, np.float32)
+    dst = np.empty_like(src)
+    best = math.inf
+    deadline = time.perf_counter() + seconds
+    while True:
+        t = time.perf_counter()
+        np.copyto(dst, src)
+        best = min(best, time.perf_counter() - t)
+        if time.perf_counter() > deadline:
+            break
+    gbps = 2 * src.nbytes / best / 1e9
+    return MachinePeaks(gflops=round(gflops, 3), gbps=round(gbps, 3))
+
+
+def _host() -> str:
+    return f"{platform.node()}/{platform.machine()}/{os.cpu_count()}"
+
+
+def load_peaks(path: str | os.PathLike | None = None, remeasure: bool = False) -> MachinePeaks:
+    """Peaks for this machine from the JSON cache, measured (and saved) on first use."""
+    path = Path(path) if path else default_peaks_path()
+    if not remeasure and path.exists():
+        try:
+            data = json.loads(path.read_text())
+            if data.get("host") == _host():
+                return MachinePeaks(float(data["gflops"]), float(data["gbps"]), float(data.get("launch_s", 2e-6)))
+        except (ValueError, KeyError, TypeError, OSError):
+            pass  # unreadable: measure again
+    peaks = measure_peaks()
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps({**asdict(peaks), "host": _host(), "measured_at": time.time()}, indent=1))
+    os.replace(tmp, path)
+    return peaks
+
+
+# ---- FLOPs and bytes --------------------------------------------------------------
+UNARY_FLOPS = {"relu": 1, "neg": 1, "abs": 1, "cast": 1, "sigmoid": 4, "tanh": 6, "exp": 4, "log": 4,
+               "sqrt": 4, "rsqrt": 5, "erf": 8, "gelu": 10, "gelu_tanh": 10, "silu": 5}
+BINARY_FLOPS = {"add": 1, "sub": 1, "mul": 1, "div": 1, "maximum": 1, "minimum": 1, "pow": 8}
+
+
+def node_flops(node: Node, in_types: Sequence[TensorType]) -> float:
+    """Floating-point operations of one node (multiply-add = 2)."""
+    op, out = node.op, node.types[0]
+    a = node.attr_dict
+    if op == "conv2d":
+        w = in_types[1]
+        kernel_elems = w.size // (w.shape[0] if a["kernel_layout"].startswith("O") else w.shape[3])
+        flops = 2.0 * out.size * kernel_elems
+        return flops + (out.size if a["activation"] != "none" else 0)
+    if op == "matmul":
+        k = in_types[0].shape[-1]
+        return 2.0 * out.size * k + (out.size if a["activation"] != "none" else 0)
+    if op in ("max_pool2d", "avg_pool2d"):
+        kh, kw = a["kernel"]
+        return float(out.size * kh * kw)
+    if op in UNARY_FLOPS:
+        return float(out.size * UNARY_FLOPS[op])
+    if op in BINARY_FLOPS:
+        return float(out.size * BINARY_FLOPS[op])
+    if op == "batch_norm":
+        return 4.0 * out.size
+    if op == "layer_norm":
+        return 8.0 * out.size
+    if op == "softmax":
+        return 5.0 * out.size
+    if op in ("sum", "mean", "max", "min"):
+        return float(in_types[0].size)
+    return 0.0  # data movement: concat, split, transpose, reshape, slices, pad, opaque
+
+
+def nbytes(t: TensorType) -> int:
+    import numpy as np
+
+    return t.size * np.dtype(t.dtype).itemsize
+
+
+def kernel_flops(kernel: Kernel) -> float:
+    g = kernel.graph
+    return sum(node_flops(g.nodes[i], [g.type_of(r) for r in g.nodes[i].inputs]) for i in kernel.nodes)
+
+
+def kernel_bytes(kernel: Kernel) -> float:
+    return float(sum(nbytes(t) for t in kernel.input_types) + sum(nbytes(t) for t in kernel.output_types))
+
+
+class AnalyticCost(KernelCostModel):
+    """Roofline cost per kernel; deterministic given the peaks.
+
+    efficiency scales the peak compute rate (e.g. 0.05 to approximate TVM's
+    untuned default lowering, which reaches a few percent of BLAS speed).
+    """
+
+    name = "analytic"
+
+    def __init__(self, peaks: MachinePeaks | None = None, efficiency: float = 1.0,
+                 peaks_path: str | os.PathLike | None = None, lowering: str = "default"):
+        super().__init__(lowering=lowering)
+        self.peaks = peaks or load_peaks(peaks_path)
+        self.efficiency = efficiency
+
+    def estimate(self, kernel: Kernel) -> float:
+        p = self.peaks
+        compute = kernel_flops(kernel) / (p.gflops * 1e9 * self.efficiency)
+        memory = kernel_bytes(kernel) / (p.gbps * 1e9)
+        return max(compute, memory) + p.launch_s
+
+    def _compute(self, kernels: Sequence[Kernel]) -> list[float]:
+        return [self.estimate(k) for k in kernels]

@@ -1,0 +1,264 @@
+"""The on-disk cost cache: one SQLite file shared by every process of the user.
+
+Rows are keyed by (target, device, method, workload):
+  target    canonical JSON of the TVM target
+  device    "local", or "rpc:<key>" for a remote device
+  method    how the kernel was lowered and timed (e.g. "measured/decompose+zero/v1")
+  workload  the kernel's workload key (Kernel.key)
+and hold the median time in seconds, its standard deviation, the number of
+repeats, when it was measured and with which TVM version.
+
+Concurrency: WAL journal, a busy timeout, and INSERT OR REPLACE, so several
+processes (parallel searches, a CLI listing entries) read and write the same
+file safely. A corrupt file (not a database, malformed pages) is moved aside to
+<file>.corrupt-<timestamp> under an exclusive lock, with a warning, and an empty
+cache is created in its place: costs are re-measured, never silently wrong.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from .paths import default_db_path
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS costs (
+    target TEXT NOT NULL,
+    device TEXT NOT NULL,
+    method TEXT NOT NULL,
+    workload TEXT NOT NULL,
+    label TEXT NOT NULL DEFAULT '',
+    seconds REAL NOT NULL,
+    std REAL NOT NULL DEFAULT 0,
+    repeats INTEGER NOT NULL DEFAULT 0,
+    measured_at REAL NOT NULL,
+    tvm_version TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (target, device, method, workload)
+)
+"""
+CORRUPT_MARKERS = ("not a database", "malformed", "file is encrypted", "disk image", "unsupported file format",
+                   "database corrupt")
+
+
+class CacheCorruptWarning(UserWarning):
+    """The cost cache file was unreadable and has been moved aside and rebuilt."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    target: str
+    device: str
+    method: str
+    workload: str
+    label: str
+    seconds: float
+    std: float
+    repeats: int
+    measured_at: float
+    tvm_version: str
+
+
+_TVM_VERSION: str | None = None
+
+
+def tvm_version() -> str:
+    global _TVM_VERSION
+    if _TVM_VERSION is None:
+        try:
+            from importlib.metadata import version
+
+            _TVM_VERSION = version("apache-tvm")
+        except Exception:  # noqa: BLE001 - metadata missing (source build)
+            _TVM_VERSION = ""
+    return _TVM_VERSION
+
+
+def _is_corrupt(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.DatabaseError) and any(m in text for m in CORRUPT_MARKERS)
+
+
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """An exclusive advisory lock on `path` (created if needed); a no-op where fcntl is missing."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+class CostCache:
+    """SQLite-backed cache of kernel times; safe across threads and processes."""
+
+    def __init__(self, path: str | os.PathLike | None = None, timeout: float = 60.0):
+        self.path = Path(path) if path else default_db_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.timeout = timeout
+        self._conn: sqlite3.Connection | None = None
+        self._pid = -1
+        self._lock = threading.RLock()
+
+    # ---- connection and recovery -------------------------------------------------------
+    @property
+    def lock_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".lock")
+
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(str(self.path), timeout=self.timeout, isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(SCHEMA)
+            row = conn.execute("PRAGMA quick_check").fetchone()
+            if row is None or row[0] != "ok":
+                raise sqlite3.DatabaseError(f"database disk image is malformed (quick_check: {row})")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is not None and self._pid == os.getpid():
+            return self._conn
+        self._conn = None  # a connection inherited through fork is never reused
+        try:
+            conn = self._open()
+        except sqlite3.DatabaseError as exc:
+            if not _is_corrupt(exc):
+                raise
+            conn = self._recover(exc)
+        self._conn, self._pid = conn, os.getpid()
+        return conn
+
+    def _recover(self, exc: BaseException) -> sqlite3.Connection:
+        """Move a corrupt file aside (once, whichever process gets the lock first) and start afresh."""
+        self.close()
+        with file_lock(self.lock_path):
+            try:  # another process may have rebuilt it while we waited
+                return self._open()
+            except sqlite3.DatabaseError as again:
+                if not _is_corrupt(again):
+                    raise
+            stamp = time.strftime("%Y%m%d-%H%M%S")
+            aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{os.getpid()}")
+            if self.path.exists():
+                os.replace(self.path, aside)
+            for suffix in ("-wal", "-shm"):
+                side = self.path.with_name(self.path.name + suffix)
+                with contextlib.suppress(FileNotFoundError):
+                    side.unlink()
+            warnings.warn(f"cost cache {self.path} was corrupt ({exc}); moved it to {aside.name} and started "
+                          f"an empty cache (kernels will be measured again)", CacheCorruptWarning, stacklevel=4)
+            return self._open()
+
+    def _run(self, fn):
+        """Run fn(conn) under the thread lock; on corruption, recover once and retry."""
+        with self._lock:
+            try:
+                return fn(self._connection())
+            except sqlite3.DatabaseError as exc:
+                if not _is_corrupt(exc):
+                    raise
+                self._conn = self._recover(exc)
+                self._pid = os.getpid()
+                return fn(self._conn)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None and self._pid == os.getpid():
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.close()
+            self._conn = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __getstate__(self):  # picklable for worker processes: they reconnect
+        return {"path": self.path, "timeout": self.timeout}
+
+    def __setstate__(self, state):
+        self.__init__(state["path"], state["timeout"])
+
+    # ---- queries -------------------------------------------------------------------------
+    def get(self, target: str, device: str, method: str, workload: str) -> Entry | None:
+        return self.get_many(target, device, method, [workload]).get(workload)
+
+    def get_many(self, target: str, device: str, method: str, workloads: Iterable[str]) -> dict[str, Entry]:
+        keys = list(dict.fromkeys(workloads))
+        out: dict[str, Entry] = {}
+
+        def query(conn):
+            for start in range(0, len(keys), 500):
+                chunk = keys[start:start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows = conn.execute(
+                    f"SELECT * FROM costs WHERE target=? AND device=? AND method=? AND workload IN ({marks})",
+                    (target, device, method, *chunk)).fetchall()
+                for row in rows:
+                    e = Entry(*row)
+                    out[e.workload] = e
+            return out
+
+        return self._run(query)
+
+    def put(self, target: str, device: str, method: str, workload: str, seconds: float, std: float = 0.0,
+            repeats: int = 0, label: str = "") -> None:
+        self.put_many([(target, device, method, workload, seconds, std, repeats, label)])
+
+    def put_many(self, rows: Iterable[tuple]) -> None:
+        version = tvm_version()
+        now = time.time()
+        data = [(t, d, m, w, lab, float(s), float(sd), int(n), now, version) for t, d, m, w, s, sd, n, lab in rows]
+
+        def write(conn):
+            conn.executemany("INSERT OR REPLACE INTO costs (target, device, method, workload, label, seconds, std, "
+                             "repeats, measured_at, tvm_version) VALUES (?,?,?,?,?,?,?,?,?,?)", data)
+
+        self._run(write)
+
+    def entries(self, target: str | None = None, method: str | None = None) -> list[Entry]:
+        sql, args = "SELECT * FROM costs", []
+        where = []
+        if target is not None:
+            where.append("target = ?")
+            args.append(target)
+        if method is not None:
+            where.append("method LIKE ?")
+            args.append(method + "%")
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY measured_at"
+        return self._run(lambda conn: [Entry(*row) for row in conn.execute(sql, args).fetchall()])
+
+    def __bool__(self) -> bool:  # an empty cache is still a cache
+        return True
+
+    def __len__(self) -> int:
+        return self._run(lambda conn: conn.execute("SELECT COUNT(*) FROM costs").fetchone()[0])
+
+    def clear(self, target: str | None = None) -> int:
+        def wipe(conn):
+            if target is None:
+                return conn.execute("DELETE FROM costs").rowcount
+            return conn.execute("DELETE FROM costs WHERE target = ?", (target,)).rowcount
+
+        return self._run(wipe)

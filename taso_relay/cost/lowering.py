@@ -1,0 +1,138 @@
+"""The lowerings the cost models predict, and the helpers that compile with them.
+
+Two lowerings, as TVM users compile models (and as bench/harness does):
+
+"default" -- TVM's default Relax pipeline for the target,
+    relax.get_default_pipeline(target): LegalizeOps, AnnotateTIROpPattern,
+    FoldConstant, FuseOps, FuseTIR (no schedules on CPU), then tvm.compile.
+    Batch norm stays one legalized kernel (it does not fuse into the conv before it).
+
+"tuning" -- what relax.get_pipeline("static_shape_tuning", ...) runs:
+    DecomposeOpsForInference, CanonicalizeBindings (batch norm -> arithmetic that
+    fuses into the conv), LegalizeOps, AnnotateTIROpPattern, FoldConstant, FuseOps,
+    FuseTIR, MetaScheduleApplyDatabase, then tvm.compile. With total_trials=0 and
+    the tuned model's work_dir, that pipeline compiles a model with the schedules
+    the tuned model found.
+
+Note that plain `tvm.compile(mod, llvm_target)` alone does NOT fuse on CPU; use
+`compile_module` (or one of the pipelines above) to get the kernels the cost
+models predict.
+"""
+from __future__ import annotations
+
+import os
+
+import tvm
+from tvm import relax
+
+LOWERINGS = ("default", "tuning")
+LOWERING_IDS = {"default": "default/v1", "tuning": "decompose+zero/v1"}  # in cache keys: bump on change
+LOWERING_ID = LOWERING_IDS["default"]
+
+
+def check_lowering(lowering: str) -> str:
+    if lowering not in LOWERINGS:
+        raise ValueError(f"unknown lowering '{lowering}' (expected one of {LOWERINGS})")
+    return lowering
+
+
+def as_target(target) -> tvm.target.Target:
+    """A Target from a Target, a JSON-like dict, or None (a plain llvm CPU target)."""
+    if target is None:
+        return tvm.target.Target({"kind": "llvm"})
+    if isinstance(target, tvm.target.Target):
+        return target
+    return tvm.target.Target(target)
+
+
+def target_key(target) -> str:
+    """Canonical JSON text of a target (keys sorted): the cache's notion of 'same target'."""
+    import json
+
+    target = as_target(target)
+    try:
+        data = json.loads(str(target))
+    except ValueError:
+        data = _plain(target.export())
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+def _plain(obj):
+    """TVM containers (Map, Array) and values as plain JSON-able Python."""
+    if isinstance(obj, (str, bool, int, float)) or obj is None:
+        return obj
+    if hasattr(obj, "items"):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)) or hasattr(obj, "__len__") and hasattr(obj, "__getitem__"):
+        return [_plain(v) for v in obj]
+    return str(obj)
+
+
+def lowering_pipeline(target, database=None, lowering: str = "default") -> tvm.transform.Pass:
+    """Relax passes up to fused TIR kernels; with a MetaSchedule database, its schedules applied."""
+    target = as_target(target)
+    decompose = check_lowering(lowering) == "tuning"
+
+    @tvm.transform.module_pass(opt_level=0, name="taso_relay.lowering")
+    def _lower(mod, _ctx):
+        with target:
+            first = [relax.transform.DecomposeOpsForInference(), relax.transform.CanonicalizeBindings()] \
+                if decompose else []
+            mod = tvm.transform.Sequential(first + [
+                relax.transform.LegalizeOps(),
+                relax.transform.AnnotateTIROpPattern(),
+                relax.transform.FoldConstant(),
+                relax.transform.FuseOps(),
+                relax.transform.FuseTIR(),
+            ])(mod)
+            if database is not None:
+                with database:
+                    mod = relax.transform.MetaScheduleApplyDatabase(enable_warning=False)(mod)
+        return mod
+
+    return _lower
+
+
+def lower(mod: tvm.IRModule, target, database=None, lowering: str = "default") -> tvm.IRModule:
+    """The module with its fused kernels formed (not yet finalised for the VM)."""
+    return lowering_pipeline(target, database, lowering)(mod)
+
+
+def compile_module(mod: tvm.IRModule, target, database=None, lowering: str = "default"):
+    """Compile a Relax module with `lowering`; returns the VM executable.
+
+    "default" runs relax.get_default_pipeline(target) and tvm.compile exactly as a user would;
+    "tuning" the static_shape_tuning passes (schedules from `database`, if any), then tvm.compile.
+    """
+    target = as_target(target)
+    if check_lowering(lowering) == "default" and database is None:
+        with target:
+            lowered = relax.get_default_pipeline(target)(mod)
+        return tvm.compile(lowered, target, relax_pipeline=None)
+    return tvm.compile(lower(mod, target, database, lowering), target)
+
+
+def open_database(work_dir: str | os.PathLike):
+    """The MetaSchedule JSON database in work_dir (the files static_shape_tuning uses)."""
+    from tvm.s_tir import meta_schedule as ms
+
+    os.makedirs(work_dir, exist_ok=True)
+    return ms.database.JSONDatabase(work_dir=str(work_dir), module_equality="structural")
+
+
+def count_kernels(mod: tvm.IRModule, func: str = "main") -> int:
+    """Kernel launches in a lowered module's function: call_tir calls left after RewriteDataflowReshape."""
+    mod = relax.transform.RewriteDataflowReshape()(mod)
+    count = 0
+
+    def visit(expr):
+        nonlocal count
+        if isinstance(expr, relax.Call) and getattr(expr.op, "name", None) == "relax.call_tir":
+            count += 1
+        elif isinstance(expr, relax.Call) and isinstance(expr.op, relax.GlobalVar):
+            target = mod[expr.op]
+            if isinstance(target, relax.Function):
+                count += 1
+
+    relax.analysis.post_order_visit(mod[func].body, visit)
+    return count

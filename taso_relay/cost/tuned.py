@@ -1,0 +1,166 @@
+"""The tuned model: each distinct kernel tuned with MetaSchedule, then timed.
+
+For a kernel not in the cost cache: build it (as the measured model does),
+lower it to its fused PrimFunc, and tune that PrimFunc with MetaSchedule for
+`trials` trials unless the tuning database already holds a record for it; then
+compile with the database applied and time it. The database is a MetaSchedule
+JSON database in `work_dir` (default: <user cache>/tuning/<target digest>),
+kept across runs, so:
+
+* earlier records are reused: a kernel tuned once (by any run, or by
+  `static_shape_tuning` itself) is never tuned again;
+* the final model reuses them: compile it with `compile_tuned(mod)`, or with
+  the stock pipeline pointed at the same directory,
+
+      mod = relax.get_pipeline("static_shape_tuning", total_trials=0,
+                               target=target, work_dir=model.work_dir)(mod)
+      ex = tvm.compile(mod, target)
+
+  whose fused PrimFuncs are structurally equal to the kernels tuned here
+  (same lowering), so MetaScheduleApplyDatabase finds their schedules. The
+  graph search and kernel tuning thus work together: the search ranks graphs
+  by tuned kernel times, and the winner compiles with those very schedules.
+
+Tuning holds an exclusive lock on work_dir, so concurrent processes tune a
+kernel once and read each other's records.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from .cache import file_lock
+from .kernel import Kernel
+from .lowering import LOWERING_IDS, lower, open_database, target_key
+from .measured import MeasuredCost, kernel_module
+from .paths import default_tuning_dir
+
+
+def _make_builder_function():
+    """MetaSchedule's default build without its eager `import tvm.s_tir.tensor_intrin`.
+
+    That import registers every tensor intrinsic of every architecture and takes 15-40 s;
+    the LocalBuilder restarts its worker processes for every batch, so on a busy machine
+    each batch hit the builder's timeout. Float kernels on CPU need none of them; the
+    import happens only if a build asks for an intrinsic. A nested function so that
+    cloudpickle sends it by value (the workers need not import taso_relay).
+    """
+
+    def build(mod, target, _params):
+        from tvm.driver import build as tvm_build
+        from tvm.s_tir.transform import RemoveWeightLayoutRewriteBlock
+
+        mod = RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)(mod)
+        try:
+            return tvm_build(mod, target=target)
+        except Exception as exc:  # noqa: BLE001
+            if "intrin" not in str(exc).lower():
+                raise
+            import tvm.s_tir.tensor_intrin  # noqa: F401
+
+            return tvm_build(mod, target=target)
+
+    return build
+
+
+def local_builder(timeout_sec: float = 120.0, max_workers: int | None = None):
+    from tvm.s_tir import meta_schedule as ms
+
+    return ms.builder.LocalBuilder(max_workers=max_workers, timeout_sec=timeout_sec,
+                                   f_build=_make_builder_function())
+
+
+def metaschedule_rpc_runner(rpc_runner, timeout_sec: float = 120.0):
+    """A MetaSchedule RPCRunner on the same tracker and key as a `remote.RPCRunner`."""
+    from tvm.s_tir import meta_schedule as ms
+
+    config = ms.runner.RPCConfig(tracker_host=rpc_runner.tracker_host, tracker_port=rpc_runner.tracker_port,
+                                 tracker_key=rpc_runner.key, session_timeout_sec=timeout_sec)
+    return ms.runner.RPCRunner(rpc_config=config)
+
+
+class TunedCost(MeasuredCost):
+    """Kernels tuned with MetaSchedule (`trials` per kernel), timed like MeasuredCost.
+
+    work_dir: the MetaSchedule database directory (default under the user cache).
+    trials: trial budget per distinct kernel. num_trials_per_iter: MetaSchedule batch size.
+    ms_cost_model: "xgb" (MetaSchedule's default) or "random".
+    builder / ms_runner: MetaSchedule Builder and Runner (default: local, with a build function
+      that skips the slow tensor-intrinsic import; pass an RPCRunner to tune on a remote device).
+    """
+
+    name = "tuned"
+
+    def __init__(self, target=None, *, trials: int = 64, work_dir: str | os.PathLike | None = None,
+                 num_trials_per_iter: int | None = None, ms_cost_model: str = "xgb", ms_seed: int | None = 0,
+                 builder=None, ms_runner="local", **kwargs):
+        kwargs["lowering"] = "tuning"  # static_shape_tuning's passes: the final build must match them
+        super().__init__(target, **kwargs)
+        self.trials = int(trials)
+        digest = hashlib.blake2b(self.target_key.encode(), digest_size=6).hexdigest()
+        self.work_dir = Path(work_dir) if work_dir else default_tuning_dir() / digest
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        self.num_trials_per_iter = num_trials_per_iter or min(64, max(self.trials, 1))
+        self.ms_cost_model = ms_cost_model
+        self.ms_seed = ms_seed
+        self.builder = builder
+        self.ms_runner = ms_runner
+        if ms_runner == "local" and getattr(self.runner, "tracker_host", None) is not None:
+            self.ms_runner = metaschedule_rpc_runner(self.runner)  # tune on the device we time on
+        self.tunings = 0  # tasks tuned by this instance (records reused do not count)
+
+    @property
+    def method(self) -> str:
+        return f"tuned/{LOWERING_IDS['tuning']}/trials={self.trials}"
+
+    def _bar_label(self) -> str:
+        return f"tuning kernels ({self.trials} trials each)"
+
+    def database(self):
+        """The tuning database as it is on disk now."""
+        return open_database(self.work_dir)
+
+    # ---- tuning -----------------------------------------------------------------------------
+    def tune_module(self, mod):
+        """Tune every fused PrimFunc of a Relax module that has no record yet; returns the database."""
+        from tvm.s_tir import meta_schedule as ms
+
+        lowered = lower(mod, self.target, lowering="tuning")
+        with file_lock(self.work_dir / ".lock"):
+            database = self.database()
+            tasks = ms.relax_integration.extract_tasks(lowered, self.target)
+            fresh = [t for t in tasks if not t.mod.attrs.get("tirx.is_scheduled", False)
+                     and database.query_tuning_record(t.dispatched[0], self.target, "main") is None]
+            if fresh and self.trials > 0:
+                contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
+                    fresh, str(self.work_dir), seed=self.ms_seed)
+                if contexts:
+                    ms.tune.tune_tasks(tasks=contexts, task_weights=weights, work_dir=str(self.work_dir),
+                                       max_trials_global=self.trials * len(contexts),
+                                       max_trials_per_task=self.trials,
+                                       num_trials_per_iter=self.num_trials_per_iter, database=database,
+                                       cost_model=self.ms_cost_model,
+                                       builder=self.builder or local_builder(),
+                                       runner=self.ms_runner)
+                    self.tunings += len(contexts)
+        return database
+
+    def build(self, kernel: Kernel):
+        import tvm
+
+        mod, inputs = kernel_module(kernel, self.seed, self.opaque)
+        database = self.tune_module(mod)
+        self.compiles += 1
+        return tvm.compile(lower(mod, self.target, database, "tuning"), self.target), inputs
+
+    def compile_tuned(self, mod):
+        """Compile a whole model with the schedules in this model's database (tunes nothing)."""
+        import tvm
+
+        return tvm.compile(lower(mod, self.target, self.database(), "tuning"), self.target)
+
+
+def tuning_key(target) -> str:
+    """The directory name used for a target's default tuning database."""
+    return hashlib.blake2b(target_key(target).encode(), digest_size=6).hexdigest()

@@ -1,0 +1,56 @@
+"""transpose: identity, composition, and commuting with the other operators.
+
+Permutations are written per rank (rank 2 to 4) with symbolic entries, so one
+axiom covers every permutation of that rank.
+"""
+from __future__ import annotations
+
+import itertools
+
+from .base import N, axiom
+from .common import ACTS, UNARY_ACTS, ident, sl
+
+SYMS = ("d0", "d1", "d2", "d3")
+
+
+def _perms(r):
+    ps = list(itertools.permutations(range(r)))
+    return tuple(ps[1:] + ps[:1])
+
+
+AXIOMS = []
+for _r in (2, 3, 4):
+    shape = SYMS[:_r]
+    perms = _perms(_r)
+    ident_perm = tuple(range(_r))
+    composed = "=(" + ", ".join(f"?p[?q[{i}]]" for i in range(_r)) + ",)"
+    new_axis = "=" + " + ".join(f"(?p[{i}] == ?ax) * {i}" for i in range(_r))
+    AXIOMS += [
+        axiom(f"transpose{_r}_identity", "transpose", N("transpose", "x", perm=ident_perm), ident("x"),
+              shapes={"x": shape}),
+        axiom(f"transpose{_r}_compose", "transpose",
+              N("transpose", N("transpose", "x", perm="?p"), perm="?q"), N("transpose", "x", perm=composed),
+              shapes={"x": shape}, domains={"p": perms, "q": perms[::-1]}),
+        axiom(f"transpose{_r}_concat", "transpose",
+              N("transpose", N("concat", "a", "b", axis="?ax"), perm="?p"),
+              N("concat", N("transpose", "a", perm="?p"), N("transpose", "b", perm="?p"), axis=new_axis),
+              shapes={"a": shape, "b": shape[:-1] + ("e",)}, domains={"p": perms, "ax": tuple(range(_r))[::-1]}),
+        axiom(f"slice_transpose{_r}", "transpose",
+              sl(N("transpose", "x", perm="?p")), N("transpose", sl("x", axis="=?p[?ax]"), perm="?p"),
+              shapes={"x": shape}, domains={"p": perms, "ax": tuple(range(_r)), "b": (0, 1), "e": (1, 2, 3)}),
+    ]
+    for _u in UNARY_ACTS:
+        AXIOMS.append(axiom(f"transpose{_r}_{_u}", "transpose", N("transpose", N(_u, "x"), perm="?p"),
+                            N(_u, N("transpose", "x", perm="?p")), shapes={"x": shape},
+                            domains={"p": perms}, both_ways=True))
+    for _b in ("add", "mul"):
+        AXIOMS.append(axiom(f"transpose{_r}_{_b}", "transpose", N("transpose", N(_b, "x", "y"), perm="?p"),
+                            N(_b, N("transpose", "x", perm="?p"), N("transpose", "y", perm="?p")),
+                            guard=["rank(x) == rank(y)"], shapes={"x": shape, "y": shape},
+                            domains={"p": perms}, both_ways=True))
+
+AXIOMS.append(axiom(
+    "transpose_matmul", "transpose", N("transpose", N("matmul", "a", "b", activation="?act"), perm=(1, 0)),
+    N("matmul", N("transpose", "b", perm=(1, 0)), N("transpose", "a", perm=(1, 0)), activation="?act"),
+    guard=["rank(a) == 2", "rank(b) == 2"], shapes={"a": ("m", "k"), "b": ("k", "n")},
+    domains={"act": ACTS}, both_ways=True))

@@ -1,0 +1,87 @@
+"""The analytic model is deterministic, monotone in size, fusion-aware; its peaks are cached."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import cost_graphs
+from taso_relay.cost import AnalyticCost, MachinePeaks, load_peaks
+from taso_relay.cost.analytic import kernel_bytes, kernel_flops
+from taso_relay.graph import GraphBuilder
+
+
+def test_same_graph_same_cost(peaks):
+    a = AnalyticCost(peaks).graph_cost(cost_graphs.residual_block())
+    b = AnalyticCost(peaks).graph_cost(cost_graphs.residual_block())
+    assert a == b and a > 0
+
+
+def test_node_order_does_not_matter(peaks):
+    def build(swap: bool):
+        b = GraphBuilder()
+        x = b.input("x", (1, 8, 8, 8))
+        ws = [b.weight("w1", (8, 8, 3, 3)), b.weight("w2", (8, 8, 1, 1))]
+        convs = {}
+        for name, w in (reversed(list(zip(("a", "b"), ws))) if swap else zip(("a", "b"), ws)):
+            convs[name] = b.op("conv2d", x, w, padding=(1, 1, 1, 1) if name == "a" else (0, 0, 0, 0))
+        return b.build([b.op("add", convs["a"], convs["b"])])
+
+    one, two = build(False), build(True)
+    assert one.hash == two.hash
+    assert AnalyticCost(peaks).graph_cost(one) == AnalyticCost(peaks).graph_cost(two)
+
+
+@pytest.mark.parametrize("make, sizes", [
+    (lambda s: cost_graphs.conv_bias_relu(c=s), (8, 16, 32, 64)),
+    (lambda s: cost_graphs.conv_bias_relu(hw=s), (4, 8, 16, 32)),
+    (lambda s: cost_graphs.attention(seq=s), (8, 16, 32, 64)),
+    (lambda s: cost_graphs.transpose_of_activations(n=s), (8, 16, 32, 64)),
+])
+def test_bigger_shapes_cost_more(peaks, make, sizes):
+    costs = [AnalyticCost(peaks).graph_cost(make(s)) for s in sizes]
+    assert costs == sorted(costs) and len(set(costs)) == len(costs)
+
+
+def test_flops_and_bytes_of_a_fused_kernel():
+    (k,) = AnalyticCost(MachinePeaks(1, 1)).kernels(cost_graphs.conv_bias_relu(c=16, hw=8))
+    conv = 2 * 16 * 8 * 8 * 16 * 9
+    assert kernel_flops(k) == conv + 2 * 16 * 8 * 8  # + bias add and relu
+    # input, weight, bias, output: the intermediate results of the add and relu never touch memory
+    assert kernel_bytes(k) == 4 * (16 * 64 + 16 * 16 * 9 + 16 + 16 * 64)
+
+
+def test_fusion_is_cheaper_than_separate_kernels(peaks):
+    from taso_relay.cost.protocol import per_node_partition
+
+    class Unfused(AnalyticCost):
+        def _partition(self, graph):
+            return per_node_partition(graph)
+
+    graph = cost_graphs.conv_bn_relu_chain(n=3)
+    assert AnalyticCost(peaks).graph_cost(graph) < Unfused(peaks).graph_cost(graph)
+
+
+def test_roofline(peaks):
+    model = AnalyticCost(peaks)
+    for k in model.kernels(cost_graphs.attention()):
+        expected = max(kernel_flops(k) / 100e9, kernel_bytes(k) / 20e9) + 2e-6
+        assert model.kernel_cost(k) == pytest.approx(expected)
+
+
+def test_peaks_measured_once_and_cached(tmp_path):
+    path = tmp_path / "peaks.json"
+    first = load_peaks(path)
+    assert first.gflops > 0 and first.gbps > 0
+    data = json.loads(path.read_text())
+    data.update(gflops=123.0, gbps=45.0)
+    path.write_text(json.dumps(data))
+    again = load_peaks(path)
+    assert (again.gflops, again.gbps) == (123.0, 45.0)  # read, not re-measured
+    path.write_text("{not json")
+    assert load_peaks(path).gflops > 0  # unreadable: measured again
+
+
+def test_default_peaks_live_in_the_user_cache(_private_cache_dir):
+    AnalyticCost()
+    assert (_private_cache_dir / "peaks.json").exists()

@@ -1,0 +1,59 @@
+"""The tuned model: MetaSchedule per kernel, a kept database reused by later runs and the final build."""
+from __future__ import annotations
+
+import pytest
+
+import cost_graphs
+from cost_graphs import with_values
+
+pytest.importorskip("tvm")
+
+from taso_relay.cost.runner import TimerSettings  # noqa: E402
+from taso_relay.cost.tuned import TunedCost  # noqa: E402
+from taso_relay.graph import GraphBuilder  # noqa: E402
+
+FAST = TimerSettings(repeat=3, warmup=1)
+
+
+def tiny_matmul():
+    b = GraphBuilder()
+    x = b.input("x", (32, 32))
+    return b.build([b.op("relu", b.op("matmul", x, b.weight("w", (32, 32))))])
+
+
+def test_zero_trials_tunes_nothing_and_keys_by_budget(tmp_path, target):
+    m = TunedCost(target, trials=0, work_dir=tmp_path / "db", cache=tmp_path / "c.sqlite", timer=FAST)
+    assert m.graph_cost(cost_graphs.conv_bias_relu()) > 0
+    assert m.tunings == 0 and m.compiles == 1 and (tmp_path / "db").is_dir()
+    assert m.method.endswith("trials=0") and m.method.startswith("tuned/")
+
+
+def test_default_database_lives_in_the_user_cache(_private_cache_dir, target):
+    m = TunedCost(target, trials=0, cache=False)
+    assert m.work_dir.parent == _private_cache_dir / "tuning"
+
+
+@pytest.mark.slow
+def test_tiny_tuning_run_is_reused_and_applied_to_the_final_build(tmp_path, target):
+    import tvm
+    from tvm import relax
+
+    from taso_relay.bridge import module_from_graph
+
+    graph = tiny_matmul()
+    db = tmp_path / "db"
+    first = TunedCost(target, trials=4, work_dir=db, cache=tmp_path / "c.sqlite", ms_cost_model="random",
+                      timer=FAST)
+    cost = first.graph_cost(graph)
+    assert cost > 0 and first.tunings == 1
+    assert (db / "database_tuning_record.json").stat().st_size > 0
+    # a fresh process-level model with no cost cache: the record is reused, nothing is tuned again
+    second = TunedCost(target, trials=4, work_dir=db, cache=False, ms_cost_model="random", timer=FAST)
+    assert second.graph_cost(graph) > 0 and second.tunings == 0
+    # the final build of a model containing the kernel picks its schedule up, through the stock pipeline too
+    mod = module_from_graph(with_values(graph))
+    with tvm.target.Target(target):
+        tuned = relax.get_pipeline("static_shape_tuning", total_trials=0, target=target, work_dir=str(db))(mod)
+    prims = [f for f in tuned.functions.values() if isinstance(f, tvm.tirx.PrimFunc)]
+    assert prims and all(f.attrs.get("tirx.is_scheduled", False) for f in prims)
+    assert first.compile_tuned(mod) is not None
