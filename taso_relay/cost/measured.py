@@ -11,6 +11,7 @@ run keeps what it measured and a second run measures nothing.
 from __future__ import annotations
 
 import os
+import sqlite3
 import warnings
 from pathlib import Path
 from typing import Sequence
@@ -137,10 +138,23 @@ class MeasuredCost(KernelCostModel):
         return self.runner.device_key
 
     # ---- the batch --------------------------------------------------------------------------
+    def _cached(self, fn, default=None):
+        """fn(cache), or `default` without a cache; an unusable cache file (read-only, locked for
+        too long, ...) is dropped with one warning and the model goes on measuring without it."""
+        if self.cache is None:
+            return default
+        try:
+            return fn(self.cache)
+        except sqlite3.Error as exc:
+            warnings.warn(f"cost cache {self.cache.path} is unusable ({exc}); going on without it",
+                          RuntimeWarning, stacklevel=3)
+            self.cache = None
+            return default
+
     def _compute(self, kernels: Sequence[Kernel]) -> list[float]:
         costs: list[float | None] = [None] * len(kernels)
-        hits = self.cache.get_many(self.target_key, self.device, self.method, [k.key for k in kernels]) \
-            if self.cache is not None else {}
+        hits = self._cached(lambda c: c.get_many(self.target_key, self.device, self.method,
+                                                 [k.key for k in kernels]), {})
         todo = []
         for i, k in enumerate(kernels):
             entry = hits.get(k.key)
@@ -161,17 +175,16 @@ class MeasuredCost(KernelCostModel):
         return "measuring kernels"
 
     def _measure_and_store(self, kernel: Kernel) -> float:
-        if self.cache is not None:  # another process may have measured it meanwhile
-            entry = self.cache.get(self.target_key, self.device, self.method, kernel.key)
-            if entry is not None:
-                return entry.seconds
+        # another process may have measured it meanwhile
+        entry = self._cached(lambda c: c.get(self.target_key, self.device, self.method, kernel.key))
+        if entry is not None:
+            return entry.seconds
         try:
             timing = self.measure_kernel(kernel)
         except Exception as exc:  # noqa: BLE001 - a kernel TVM cannot build must not stop the search
             return self._fail(kernel, exc)
-        if self.cache is not None:
-            self.cache.put(self.target_key, self.device, self.method, kernel.key, timing.median, timing.std,
-                           len(timing.results), kernel.label)
+        self._cached(lambda c: c.put(self.target_key, self.device, self.method, kernel.key, timing.median,
+                                     timing.std, len(timing.results), kernel.label))
         return timing.median
 
     def _fail(self, kernel: Kernel, exc: Exception) -> float:

@@ -155,3 +155,12 @@ def test_concurrent_processes_measure_into_one_cache(tmp_path, target):
     again = model(target, path)
     again.graph_cost(cost_graphs.inception_like())
     assert again.compiles == 0
+
+
+def test_unusable_cache_file_is_dropped_with_a_warning(tmp_path, target):
+    blocked = tmp_path / "a-directory.sqlite"
+    blocked.mkdir()  # sqlite cannot open a directory (a read-only file would be bypassed by root)
+    m = model(target, blocked)
+    with pytest.warns(RuntimeWarning, match="unusable"):
+        assert m.graph_cost(cost_graphs.conv_bias_relu()) > 0
+    assert m.cache is None and m.compiles == 1
