@@ -27,6 +27,7 @@ kernel once and read each other's records.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from pathlib import Path
 
@@ -88,13 +89,14 @@ class TunedCost(MeasuredCost):
     ms_cost_model: "xgb" (MetaSchedule's default) or "random".
     builder / ms_runner: MetaSchedule Builder and Runner (default: local, with a build function
       that skips the slow tensor-intrinsic import; pass an RPCRunner to tune on a remote device).
+    verbose: MetaSchedule's task tables on the console too (they always go to work_dir/logs).
     """
 
     name = "tuned"
 
     def __init__(self, target=None, *, trials: int = 64, work_dir: str | os.PathLike | None = None,
                  num_trials_per_iter: int | None = None, ms_cost_model: str = "xgb", ms_seed: int | None = 0,
-                 builder=None, ms_runner="local", **kwargs):
+                 builder=None, ms_runner="local", verbose: bool = False, **kwargs):
         kwargs["lowering"] = "tuning"  # static_shape_tuning's passes: the final build must match them
         super().__init__(target, **kwargs)
         self.trials = int(trials)
@@ -106,6 +108,7 @@ class TunedCost(MeasuredCost):
         self.ms_seed = ms_seed
         self.builder = builder
         self.ms_runner = ms_runner
+        self.verbose = verbose
         if ms_runner == "local" and getattr(self.runner, "tracker_host", None) is not None:
             self.ms_runner = metaschedule_rpc_runner(self.runner)  # tune on the device we time on
         self.tunings = 0  # tasks tuned by this instance (records reused do not count)
@@ -133,6 +136,8 @@ class TunedCost(MeasuredCost):
             fresh = [t for t in tasks if not t.mod.attrs.get("tirx.is_scheduled", False)
                      and database.query_tuning_record(t.dispatched[0], self.target, "main") is None]
             if fresh and self.trials > 0:
+                if not self.verbose:  # the console handler takes this level; the log files keep everything
+                    logging.getLogger("tvm.s_tir.meta_schedule").setLevel(logging.WARNING)
                 contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
                     fresh, str(self.work_dir), seed=self.ms_seed)
                 if contexts:

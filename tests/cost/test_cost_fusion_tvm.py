@@ -45,7 +45,7 @@ def test_opaque_pad_fuses_like_tvm(target):
     """An opaque call_tir(pad) (as the ONNX importer writes it) fuses with the slice after it."""
     import numpy as np
     import tvm
-    from tvm import relax, te, topi
+    from tvm import relax, topi
 
     from taso_relay.bridge import graph_from_function
     from taso_relay.cost import partition
