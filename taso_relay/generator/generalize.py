@@ -398,6 +398,9 @@ def _build(eng, src, tgt, mapping, s_order, t_order, names, level):
     outputs = tuple((s_refs[a], t_refs[b]) for a, b in mapping)
     example = {"inputs": {n: tuple(eng.pool[t].shape) for t, n in names.items()},
                "vars": {v: tuple(sz.terms[a].value for a in atoms) for v, atoms in ctx.vars.items()}}
+    # The pool fixes every input's rank; the rule was only checked at those ranks
+    # (matmul associativity fails for a 1-D middle operand, a "scalar" may be a vector).
+    constraints += [f"rank({n}) == {len(eng.pool[t].shape)}" for t, n in names.items()]
     rule = Rule("pending", inputs, source, target, outputs, tuple(sorted(set(constraints))), example,
                 {}, {"status": "UNVERIFIED"}, {})
     object.__setattr__(rule, "_sizes", (sz, names, ctx.vars))  # for sampling in _check
