@@ -50,7 +50,14 @@ class FunctionReport:
 
     @property
     def rewrites(self) -> list[str]:
-        return [f"{a.rule_id} at {a.where}: {a.text}" for a in self.search.applied] if self.search else []
+        """The rewrites in the function the pass returned (none unless it was optimized)."""
+        if self.search is None or self.status != "optimized":
+            return []
+        return [f"{a.rule_id} at {a.where}: {a.text}" for a in self.search.applied]
+
+    @property
+    def graphs_explored(self) -> int:
+        return self.search.graphs_explored if self.search else 0
 
     @property
     def cost_before(self):
