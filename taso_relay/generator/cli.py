@@ -96,9 +96,9 @@ def run_stats(args) -> int:
 
     try:
         print(stats_text(args.file))
-    except RuleFileError as exc:
+    except RuleFileError as exc:  # a missing or corrupt file is bad input: exit 2, like every command
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return 2
     return 0
 
 

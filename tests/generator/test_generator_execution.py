@@ -77,7 +77,7 @@ def test_cli_generate_and_stats(tmp_path):
     assert "rules" in res.stdout and "generation report" in res.stdout
     bad = subprocess.run([sys.executable, "-m", "taso_relay.generator", "stats", str(tmp_path / "missing.json")],
                          capture_output=True, text=True, timeout=120)
-    assert bad.returncode == 1 and "no such rule file" in bad.stderr and "Traceback" not in bad.stderr
+    assert bad.returncode == 2 and "no such rule file" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def test_add_rules_commands_wires_into_a_parser():
@@ -165,3 +165,12 @@ def test_enumeration_is_complete_up_to_renaming(k):
     brute_rows = _brute_force_rows(settings)
     assert _classes_of(eng, brute_rows) == _classes_of(eng, rows)
     assert len(rows) < len(brute_rows) / 2  # canonical order and symmetry breaking pay
+
+
+def test_rules_stats_on_a_missing_file_is_bad_input(tmp_path, capsys):
+    from taso_relay.cli import main
+
+    code = main(["rules", "stats", str(tmp_path / "missing.json")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "no such rule file" in err and "Traceback" not in err
