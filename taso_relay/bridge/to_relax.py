@@ -176,7 +176,6 @@ class _Emitter:
         return self.bb.emit_output(value) if isinstance(value, relax.DataflowVar) else value
 
 
-_group = group_args  # old name, used by taso_relay.cost
 
 
 def _is_tuple(call) -> bool:

@@ -25,21 +25,6 @@ def _call_of(graph: Graph, i: int):
     return getattr(record, "call", None)
 
 
-def _regroup(args: list, arity) -> list:
-    """Flat node inputs back into the call's arguments (CallRecord.leaves: None = tensor, n = n-tuple)."""
-    from tvm import relax
-
-    out, pos = [], 0
-    for n in arity:
-        if n is None:
-            out.append(args[pos])
-            pos += 1
-        else:
-            out.append(relax.Tuple(args[pos:pos + n]))
-            pos += n
-    return out
-
-
 class OpaqueInfo:
     """Pattern and workload key of opaque nodes, resolved with TVM; memoised per call site."""
 
@@ -102,7 +87,7 @@ class OpaqueInfo:
         import tvm
         from tvm import relax
 
-        from ..bridge.records import is_value_var, recall
+        from ..bridge.records import recall_opaque
 
         call = _call_of(graph, i)
         if call is None:
@@ -111,7 +96,7 @@ class OpaqueInfo:
         params = [relax.Var(f"p{k}", relax.TensorType(t.shape, t.dtype))
                   for k, t in enumerate(graph.type_of(r) for r in node.inputs)]
         record = graph.payloads[node.attr("ref")]
-        new_call = recall(record, _regroup(params, record.leaves), is_value_var)
+        new_call = recall_opaque(record, params)
         funcs = {}
         for gv in self.callees(call):
             if self.module is None or gv not in self.module.functions:
