@@ -30,9 +30,13 @@ bench-quick: $(STAMP)
 
 rules: $(STAMP)
 	$(PY) -m taso_relay rules generate --max-ops 3 --out rules/taso_k3.json
+	$(PY) -m taso_relay rules verify rules/taso_k3.json
+	$(PY) -m taso_relay rules lift rules/taso_k3.json --batch-dims 1 2 --out rules/taso_k3_batched.json
+	$(PY) -m taso_relay rules verify rules/taso_k3_batched.json
 
 verify: $(STAMP)
 	$(PY) -m taso_relay rules verify rules/taso_k3.json
+	$(PY) -m taso_relay rules verify rules/taso_k3_batched.json
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import shutil
 import sys
 import tempfile
@@ -28,6 +30,12 @@ def bench_axioms() -> dict:
             "seconds": round(time.perf_counter() - t0, 2)}
 
 
+def _cpu_s() -> float:
+    """CPU seconds of this process and its finished children (the worker processes)."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def bench_rules(path: Path, workers: int, timeout: float) -> dict:
     from taso_relay.verifier.report import summary_table
     from taso_relay.verifier.run import verify_file
@@ -35,13 +43,17 @@ def bench_rules(path: Path, workers: int, timeout: float) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / path.name
         shutil.copy(path, copy)
+        load_before, cpu0 = os.getloadavg()[0], _cpu_s()
         t0 = time.perf_counter()
         result = verify_file(copy, timeout=timeout, workers=workers, force=True)
         wall = time.perf_counter() - t0
+        cpu = _cpu_s() - cpu0
         print(summary_table(result), file=sys.stderr)
     times = sorted(r.verification.get("time_s", 0.0) for r in result.rules)
     return {"what": "verify rule file", "file": str(path), "rules": len(result.rules), "workers": workers,
             "timeout_s": timeout, "counts": result.counts, "wall_s": round(wall, 2),
+            "cpu_s": round(cpu, 2), "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+            "covered_by_other_direction": sum("covered_by" in r.verification for r in result.rules),
             "per_rule_s": {"median": times[len(times) // 2] if times else 0, "max": times[-1] if times else 0}}
 
 

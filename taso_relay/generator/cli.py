@@ -38,13 +38,22 @@ def add_stats_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=run_stats)
 
 
+def add_lift_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE", help="a verified rule file; its PROVED rules are lifted")
+    p.add_argument("--batch-dims", type=int, nargs="+", default=[1, 2], metavar="K",
+                   help="leading batch dimensions to add to 2-D activations (default 1 2)")
+    p.add_argument("--out", required=True, metavar="FILE", help="rule file to write (verify it next)")
+    p.set_defaults(func=run_lift)
+
+
 def add_rules_commands(subparsers) -> argparse.ArgumentParser:
     """Add `rules generate` and `rules stats` to a top-level subparsers object."""
     rules = subparsers.add_parser("rules", help="generate rules or summarise a rule file")
-    sub = rules.add_subparsers(dest="rules_command", metavar="{generate,stats}")
+    sub = rules.add_subparsers(dest="rules_command", metavar="{generate,stats,lift}")
     sub.required = True
     add_generate_arguments(sub.add_parser("generate", help="enumerate graphs and write generated rules"))
     add_stats_arguments(sub.add_parser("stats", help="summarise a rule file (and its generation report)"))
+    add_lift_arguments(sub.add_parser("lift", help="give 2-D activation rules leading batch dimensions"))
     return rules
 
 
@@ -99,6 +108,27 @@ def run_stats(args) -> int:
     except RuleFileError as exc:  # a missing or corrupt file is bad input: exit 2, like every command
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    return 0
+
+
+def run_lift(args) -> int:
+    from ..subst.rule_io import load_rules, save_rules
+    from .lift import lift_rules
+
+    if any(k < 1 for k in args.batch_dims):
+        print("error: --batch-dims must be positive", file=sys.stderr)
+        return 2
+    try:
+        rules = [r for r in load_rules(args.file, status="PROVED") if "lifted_from" not in r.provenance]
+    except RuleFileError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    lifted = lift_rules(rules, sorted(set(args.batch_dims)))
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    save_rules(args.out, lifted, meta={"lifted": {"from": Path(args.file).name, "batch_dims": sorted(set(args.batch_dims)),
+                                                  "rules_in": len(rules)}})
+    print(f"wrote {args.out}: {len(lifted)} lifted rules from {len(rules)} proven ones "
+          f"(batch dims {sorted(set(args.batch_dims))}); verify them with `taso-relay rules verify {args.out}`")
     return 0
 
 

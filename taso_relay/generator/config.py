@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from ..graph.ops.modular import DEFAULT_PRIME
 
 # Bump when a change to the generator changes what a task computes (invalidates checkpoints).
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 
 # TASO's operator set, as template families (see templates.py).
 ALL_OPS = (

@@ -145,6 +145,19 @@ class Sizes:
             return None
         return f"{a} + {b}" if t.kind == "add" else f"({a} - 1) // {b} + 1"  # args come parenthesised
 
+    def render_own(self, j: int) -> str | None:
+        """Term j itself, never another member of its class (composites through their own arguments)."""
+        t = self.terms[j]
+        if t.kind in ("in", "lit", "var"):
+            return self.render_term(j, ())
+        if t.kind not in ("add", "cout"):
+            return None
+        a, b = self.render_own(t.a), self.render_own(t.b)
+        if a is None or b is None:
+            return None
+        a, b = (f"({x})" if self.terms[k].kind in ("add", "cout") else x for x, k in ((a, t.a), (b, t.b)))
+        return f"{a} + {b}" if t.kind == "add" else f"({a} - 1) // {b} + 1"
+
     def _render_arg(self, i: int, allow, depth: int) -> str | None:
         for j in sorted(self.members(i), key=self._rank):
             if self.terms[j].kind not in allow:

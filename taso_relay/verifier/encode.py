@@ -376,9 +376,26 @@ def encode_op(op: str, attrs: Mapping[str, Any], args: list) -> Built:
             b.outputs = [_apply(b, f"ones{len(shape)}", list(shape), [])]
         else:
             raise Unsupported(f"constant kind {kind!r}")
+    elif op == "batch_norm":
+        b.outputs = [_batch_norm(b, a, args)]
     else:
         b.outputs = _opaque(b, op, attrs, args)
     return b
+
+
+def _batch_norm(b: Built, a, args):
+    """Inference batch norm with its shape rule as ground facts (typing.py has none for it).
+
+    The epsilon is an opaque parameter: a rule variable stays an Int, a literal
+    float is interned like a string, so equal epsilons give equal terms."""
+    x = args[0]
+    ax = _axis(a["axis"], x)
+    eps = a["epsilon"]
+    eps = V.string_code(f"epsilon:{float(eps)!r}") if isinstance(eps, (int, float)) else as_int(eps)
+    out = _apply(b, "batch_norm", [ax, eps], args)
+    b.facts += [ax >= 0, ax < V.rank(x), V.shp(out) == V.shp(x)]
+    b.facts += [z3.And(V.rank(p) == 1, V.dim(p, 0) == V.dim(x, ax)) for p in args[1:]]
+    return out
 
 
 def _opaque(b: Built, op, attrs, args):

@@ -1,7 +1,8 @@
 """Verify a rule file: prove every rule, measure its numerics, write the results back.
 
-Work is spread over processes (one rule at a time each; Z3 objects never cross
-a process boundary: workers get rule dicts and return plain dicts). A rule
+Work is spread over processes (one equivalence at a time each, both of its
+directions, so that one proof can serve both; Z3 objects never cross a process
+boundary: workers get rule dicts and return plain dicts). A rule
 whose stored verdict was reached with the same axiom set and the same rule
 text is not proved again unless ``force`` is set, so an interrupted run
 resumes where it stopped; results are written back on interrupt as well.
@@ -16,11 +17,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
+import z3
+
 from ..subst import load_rules, rule_from_dict, rule_to_dict, save_rules
 from ..subst.rule import Rule
 from . import axioms as AX
 from .numerics import measure
-from .prover import DEFAULT_TIMEOUT, PROVED, REFUTED, UNKNOWN, prove_rule
+from .concrete import RuleCheck
+from .encode import Unsupported
+from .mirror import covered_outputs
+from .prover import (DEFAULT_TIMEOUT, PROVED, REFUTED, UNKNOWN, Verdict, has_witness, build_query,
+                     prove_rule)
 from .report import report_path, write_report
 
 
@@ -36,7 +43,10 @@ def rule_digest(rule: Rule) -> str:
 
 
 def verify_one(rule: Rule, timeout: float = DEFAULT_TIMEOUT, numerics: bool = True) -> tuple[dict, dict]:
-    verdict = prove_rule(rule, timeout=timeout)
+    return _finish(rule, prove_rule(rule, timeout=timeout), timeout, numerics)
+
+
+def _finish(rule: Rule, verdict: Verdict, timeout: float, numerics: bool) -> tuple[dict, dict]:
     ver = verdict.to_dict(timeout)
     ver.update(axioms_digest=axioms_digest(), rule_digest=rule_digest(rule))
     num = dict(rule.numerics)
@@ -50,11 +60,53 @@ def verify_one(rule: Rule, timeout: float = DEFAULT_TIMEOUT, numerics: bool = Tr
     return ver, num
 
 
+def verify_pair(a: Rule, b: Rule, timeout: float = DEFAULT_TIMEOUT,
+                numerics: bool = True) -> list[tuple[dict, dict]]:
+    """Both directions of one equivalence: one proof where it covers the other (mirror.py).
+
+    The direction whose proof would cover the other is proved first; if it fails and
+    the other direction is proved on its own, that proof may cover the first instead.
+    """
+    try:
+        queries = {a.id: build_query(a), b.id: build_query(b)}
+    except (Unsupported, z3.Z3Exception):
+        return [verify_one(a, timeout, numerics), verify_one(b, timeout, numerics)]
+    covers: dict = {}
+
+    def cover(p: Rule, q: Rule):  # outputs of p's proof that prove q's, timed
+        if (p.id, q.id) not in covers:
+            t0 = time.perf_counter()
+            covers[p.id, q.id] = (covered_outputs(queries[p.id], queries[q.id]), time.perf_counter() - t0)
+        return covers[p.id, q.id]
+
+    first, second = (a, b) if cover(a, b)[0] is not None or cover(b, a)[0] is None else (b, a)
+    verdicts = {first.id: prove_rule(first, timeout=timeout, query=queries[first.id])}
+    verdicts[second.id] = (_mirror(verdicts[first.id], second, *cover(first, second))
+                           or prove_rule(second, timeout=timeout, query=queries[second.id]))
+    if verdicts[first.id].status != PROVED:
+        verdicts[first.id] = _mirror(verdicts[second.id], first, *cover(second, first)) or verdicts[first.id]
+    return [_finish(r, verdicts[r.id], timeout, numerics) for r in (a, b)]
+
+
+def _mirror(proof: Verdict, rule: Rule, outputs: list | None, cover_s: float) -> Verdict | None:
+    """The verdict `rule` gets from another direction's proof, or None if that proof does not cover it."""
+    if proof.status != PROVED or outputs is None or proof.covered_by:
+        return None
+    t0 = time.perf_counter()
+    if not has_witness(rule, RuleCheck(0)):  # its own premises might be contradictory
+        return None
+    return Verdict(rule.id, PROVED, cover_s + time.perf_counter() - t0, [proof.outputs[k] for k in outputs],
+                   proof.axioms, f"mirror: the proof of {proof.rule_id} covers it", covered_by=proof.rule_id)
+
+
 def _worker(args):
-    index, data, timeout, numerics = args
-    rule = rule_from_dict(data)
-    ver, num = verify_one(rule, timeout, numerics)
-    return index, ver, num
+    group, timeout, numerics = args
+    rules = [rule_from_dict(data) for _, data in group]
+    if len(rules) == 2:
+        results = verify_pair(rules[0], rules[1], timeout, numerics)
+    else:
+        results = [verify_one(r, timeout, numerics) for r in rules]
+    return [(index, ver, num) for (index, _), (ver, num) in zip(group, results)]
 
 
 def _is_current(rule: Rule) -> bool:
@@ -84,8 +136,12 @@ def verify_file(path, timeout: float = DEFAULT_TIMEOUT, workers: int = 2, force:
     todo = [i for i, r in enumerate(rules) if force or not _is_current(r)]
     t0 = time.perf_counter()
     interrupted = False
-    jobs = [(i, rule_to_dict(rules[i]), timeout, numerics) for i in todo]
-    bar = progress(total=len(jobs)) if progress else None
+    groups: dict = {}
+    for i in todo:  # the two directions of an equivalence go to one worker together
+        key = rules[i].provenance.get("equivalence") or f"#{i}"
+        groups.setdefault(key, []).append((i, rule_to_dict(rules[i])))
+    jobs = [(g, timeout, numerics) for g in groups.values()]
+    bar = progress(total=len(todo)) if progress else None
     try:
         if workers <= 1 or len(jobs) <= 1:
             results = (_worker(j) for j in jobs)
@@ -112,11 +168,12 @@ def verify_file(path, timeout: float = DEFAULT_TIMEOUT, workers: int = 2, force:
 
 
 def _collect(results, rules, bar):
-    for index, ver, num in results:
-        rules[index] = replace(rules[index], verification=ver, numerics=num)
-        if bar is not None:
-            bar.set_postfix_str(f"{rules[index].id}: {ver['status']}", refresh=False)
-            bar.update(1)
+    for group in results:
+        for index, ver, num in group:
+            rules[index] = replace(rules[index], verification=ver, numerics=num)
+            if bar is not None:
+                bar.set_postfix_str(f"{rules[index].id}: {ver['status']}", refresh=False)
+                bar.update(1)
 
 
 def _meta(path: Path) -> dict[str, Any]:

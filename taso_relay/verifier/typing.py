@@ -8,6 +8,8 @@ concrete shapes.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import z3
 
 from . import vocab as V
@@ -62,7 +64,20 @@ def facts(name: str, ints, args, out) -> list:
                           patterns=[dim(out, i)])
         same_rank = z3.And(rank(out) == r, dim(out, r - 2) == dim(a, r - 2),
                            dim(out, r - 1) == dim(b, r - 1), dim(a, r - 1) == dim(b, r - 2), batch)
-        return f + [act >= 0, act <= 3, z3.Implies(z3.And(rank(a) == rank(b), r >= 2), same_rank)]
+        rb = rank(b)
+        j = z3.Int("j_mm")
+        # a batched operand against a matrix: the batch comes from the batched side alone
+        a_batched = z3.And(rank(out) == r, dim(out, r - 2) == dim(a, r - 2), dim(out, r - 1) == dim(b, 1),
+                           dim(a, r - 1) == dim(b, 0),
+                           z3.ForAll([j], z3.Implies(z3.And(j >= 0, j < r - 2), dim(out, j) == dim(a, j)),
+                                     patterns=[dim(out, j)]))
+        b_batched = z3.And(rank(out) == rb, dim(out, rb - 2) == dim(a, 0), dim(out, rb - 1) == dim(b, rb - 1),
+                           dim(a, 1) == dim(b, rb - 2),
+                           z3.ForAll([j], z3.Implies(z3.And(j >= 0, j < rb - 2), dim(out, j) == dim(b, j)),
+                                     patterns=[dim(out, j)]))
+        return f + [act >= 0, act <= 3, z3.Implies(z3.And(rank(a) == rank(b), r >= 2), same_rank),
+                    z3.Implies(z3.And(r >= 3, rb == 2), a_batched),
+                    z3.Implies(z3.And(r == 2, rb >= 3), b_batched)]
     if name == "concat":
         (ax,) = ints
         a, b = args
@@ -105,18 +120,27 @@ def facts(name: str, ints, args, out) -> list:
 
 def shape_axioms(names) -> list:
     """Quantified typing facts for the given operator functions (pattern: the op term)."""
-    out = []
-    for name in sorted(names):
-        n_int, n_t = V.SIGNATURES[name] if name in V.SIGNATURES else (0, int(name.rsplit("/", 1)[1]))
-        ints = [z3.Int(f"{name}_p{k}") for k in range(n_int)]
-        args = [z3.Const(f"{name}_t{k}", V.T) for k in range(n_t)]
-        term = V.app(name, ints, args)
-        body = z3.Implies(wt(term), z3.And(*facts(name, ints, args, term)))
-        out.append(z3.ForAll(ints + args, body, patterns=[term]))
-    return out
+    return [_shape_axiom(name) for name in sorted(names)]
+
+
+@lru_cache(maxsize=None)
+def _shape_axiom(name: str):
+    # built once per process: building Z3 terms costs more than many proofs
+    n_int, n_t = V.SIGNATURES[name] if name in V.SIGNATURES else (0, int(name.rsplit("/", 1)[1]))
+    ints = [z3.Int(f"{name}_p{k}") for k in range(n_int)]
+    args = [z3.Const(f"{name}_t{k}", V.T) for k in range(n_t)]
+    term = V.app(name, ints, args)
+    body = z3.Implies(wt(term), z3.And(*facts(name, ints, args, term)))
+    return z3.ForAll(ints + args, body, patterns=[term])
 
 
 def shape_algebra() -> list:
+    """The shape sort's axioms (built once per process, see below)."""
+    return list(_shape_algebra())
+
+
+@lru_cache(maxsize=None)
+def _shape_algebra() -> tuple:
     """Axioms of the shape sort: rank and dimensions under a functional update.
 
     The intended model is tuples of naturals with supd(s, a, v) = s with entry a
@@ -126,7 +150,7 @@ def shape_algebra() -> list:
     s, ax, ax2, v, u, i = z3.Const("s", V.S), z3.Int("ax"), z3.Int("ax2"), z3.Int("v"), z3.Int("u"), z3.Int("i")
     up = supd(s, ax, v)
     inrange = z3.And(ax >= 0, ax < srank(s))
-    return [
+    return (
         z3.ForAll([s, ax, v], srank(up) == srank(s), patterns=[up]),
         z3.ForAll([s, ax, v, i], z3.Implies(inrange, sdim(up, i) == z3.If(i == ax, v, sdim(s, i))),
                   patterns=[sdim(up, i), z3.MultiPattern(up, sdim(s, i))]),
@@ -135,7 +159,7 @@ def shape_algebra() -> list:
         z3.ForAll([s, ax, v], z3.Implies(v == sdim(s, ax), up == s), patterns=[up]),
         z3.ForAll([s, ax, v, ax2, u], z3.Implies(ax != ax2, supd(up, ax2, u) == supd(supd(s, ax2, u), ax, v)),
                   patterns=[supd(up, ax2, u)]),
-    ]
+    )
 
 
 def shape_algebra_concrete():

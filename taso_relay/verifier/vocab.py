@@ -75,6 +75,7 @@ SIGNATURES: dict[str, tuple[int, int]] = {
     "identity_conv": (4, 0),
     "avg_kernel": (4, 0),
     "identity_matrix": (1, 0),
+    "batch_norm": (2, 5),  # axis, epsilon (a code: see encode.py); x, gamma, beta, mean, var
 }
 TRANSPOSE_RANKS = range(1, 7)
 ONES_RANKS = range(0, 7)

@@ -75,6 +75,13 @@ WRONG = [
           N("conv2d", "x", N("constant", kind="avg_kernel", shape="=(dim(x, 1), 1, 3, 3)"),
             padding=(1, 1, 1, 1), groups="=dim(x, 1)"),
           shapes={"x": X4}),
+    # a factor comes out of a depthwise conv only when the image is 1x1 (one tap per channel)
+    axiom("wrong_depthwise_mul_any_image", "linear",
+          N("conv2d", N("mul", "x", "y"), "w", groups="?g", padding=(1, 1, 1, 1)),
+          N("mul", "y", N("conv2d", "x", "w", groups="?g", padding=(1, 1, 1, 1))),
+          guard=["shape(x) == shape(y)", "?g == dim(x, 1)", "dim(w, 0) == dim(x, 1)"],
+          shapes={"x": ("n", "c", "h", "w"), "y": ("n", "c", "h", "w"), "w": ("c", 1, 3, 3)},
+          dims={"h": (2, 3), "w": (2, 3)}, domains={"g": ("=?c",)}),
     axiom("wrong_transpose_compose", "transpose",
           N("transpose", N("transpose", "x", perm="?p"), perm="?q"),
           N("transpose", "x", perm="=(?q[?p[0]], ?q[?p[1]], ?q[?p[2]])"),

@@ -1,8 +1,9 @@
 """The operator properties, one small file per operator family."""
 from __future__ import annotations
 
-from . import activation, concat_split, constants, elementwise, enlarge, linear, pool, scalar, transpose
+from . import activation, batched, concat_split, constants, elementwise, enlarge, linear, pool, scalar, transpose
 from .base import Axiom, N, Z3Axiom, axiom, to_z3
+from . import norm
 
 FAMILIES = {
     "elementwise": elementwise.AXIOMS,
@@ -14,6 +15,8 @@ FAMILIES = {
     "constants": constants.AXIOMS,
     "pool": pool.AXIOMS,
     "scalar": scalar.AXIOMS,
+    "batched": batched.AXIOMS,
+    "norm": norm.AXIOMS,
 }
 ALL: list[Axiom] = [a for family in FAMILIES.values() for a in family]
 BY_NAME = {a.name: a for a in ALL}

@@ -97,6 +97,25 @@ AXIOMS = [
           shapes={"a1": ("m", "k"), "a2": ("m", "k2"), "b1": ("k", "n"), "b2": ("k2", "n")}, both_ways=False),
 ]
 
+# A depthwise convolution of a 1x1 image to a 1x1 image scales each channel by one kernel tap,
+# so an element-wise factor of the image's shape comes out of it.
+AXIOMS.append(axiom(
+    "conv_depthwise_1x1_mul", "linear",
+    N("conv2d", N("mul", "x", "y"), "w", **CONV),
+    N("mul", "y", N("conv2d", "x", "w", **CONV)),
+    guard=["shape(x) == shape(y)", "dim(x, 2) == 1", "dim(x, 3) == 1", "?g == dim(x, 1)",
+           "dim(w, 0) == dim(x, 1)",
+           "(?p[0] + ?p[2] - ?d[0] * (dim(w, 2) - 1)) // ?s[0] + 1 == 1",
+           "(?p[1] + ?p[3] - ?d[1] * (dim(w, 3) - 1)) // ?s[1] + 1 == 1"],
+    shapes={"x": ("n", "c", 1, 1), "y": ("n", "c", 1, 1), "w": ("c", 1, "kh", "kw")},
+    dims={"c": (1, 2, 3), "kh": (1, 3), "kw": (1, 3)},
+    domains={"s": ((1, 1), (2, 2), (1, 2)),
+             "p": ("=((?kh - 1) // 2, (?kw - 1) // 2, (?kh - 1) // 2, (?kw - 1) // 2)",) * 4
+             + ((1, 1, 1, 1), (0, 0, 0, 0), (0, 1, 0, 1), (2, 1, 0, 1), (1, 0, 1, 0)),
+             "d": ((1, 1), (1, 1), (2, 1)), "g": ("=?c", "=?c", "=?c", 1, 2)},
+    both_ways=True,
+    doc="Output = x times one tap of w per channel (or zero), which y multiplies on either side."))
+
 # A convolution whose kernel has size 1 along a spatial axis, with no padding and stride 1
 # there, acts on each row (column) alone: it commutes with concat and slices along that axis.
 for _ax, (_k, _lo, _hi, _st) in ((2, (2, 0, 2, 0)), (3, (3, 1, 3, 1))):

@@ -1,0 +1,62 @@
+"""Inference batch norm: a per-channel affine map, and how its scale moves into a conv's weights.
+
+The scale and shift of ``batch_norm(y, g, b, m, v)`` are written with batch
+norm itself, on constants, so that no square root or epsilon constant is
+needed: with ``z = m - m`` (zero) the scale ``g / sqrt(v + eps)`` is
+``batch_norm(ones, g, z, z, v)`` and the shift ``b - m * scale`` is
+``batch_norm(ones - ones, g, b, m, v)``. Both are weight-only where the
+parameters are weights, so FoldConstant computes them; the fold rules in
+rules/handwritten_norm.json use exactly these forms.
+"""
+from __future__ import annotations
+
+from .base import N, axiom
+from .common import CONV, CONV_DOMAINS, W4, X4
+
+EPS = {"e": (1e-5, 1e-3, 0.5)}
+BN_PARAMS = ("gamma", "beta", "mean", "var")
+
+
+def bn(x, gamma="gamma", beta="beta", mean="mean", var="var", axis=1):
+    return N("batch_norm", x, gamma, beta, mean, var, axis=axis, epsilon="?e")
+
+
+def _ones(shape: str):
+    return N("constant", kind="ones", shape=shape)
+
+
+def scale(channels: str, axis=1, beta=None, mean=None):
+    """Batch norm of ones: ``gamma / sqrt(var + eps)`` per channel when beta and mean are
+    left zero; shaped (1, C, 1, 1) for axis 1, (C, 1, 1, 1) for axis 0 (`channels` is C)."""
+    shape = f"=(1, {channels}, 1, 1)" if axis == 1 else f"=({channels}, 1, 1, 1)"
+    if beta is None:
+        beta = mean = N("sub", "mean", "mean")
+    return bn(_ones(shape), "gamma", beta, mean, "var", axis=axis)
+
+
+def shift(channels: str):
+    """``beta - mean * gamma / sqrt(var + eps)`` per channel, shaped (1, C, 1, 1)."""
+    ones = _ones(f"=(1, {channels}, 1, 1)")
+    return bn(N("sub", ones, ones))
+
+
+AXIOMS = [
+    axiom("bn_affine", "norm",
+          bn("y"),
+          N("add", N("mul", "y", scale("dim(y, 1)")), shift("dim(y, 1)")),
+          guard=["rank(y) == 4"], shapes={"y": ("n", "c", "h", "w"), **{p: ("c",) for p in BN_PARAMS}},
+          domains=EPS, doc="Batch norm over the channels of an NCHW tensor is y * scale + shift."),
+    axiom("bn_affine_bias", "norm",
+          bn(N("add", "y", "c0")),
+          N("add", N("mul", "y", scale("dim(c0, 1)")), bn("c0")),
+          guard=["rank(y) == 4", "shape(c0) == (1, dim(y, 1), 1, 1)"],
+          shapes={"y": ("n", "c", "h", "w"), "c0": (1, "c", 1, 1), **{p: ("c",) for p in BN_PARAMS}},
+          domains=EPS, doc="A per-channel bias before batch norm goes through it: bn(y + c) = y * scale + bn(c)."),
+    axiom("conv_scale_weights", "norm",
+          N("mul", N("conv2d", "x", "w", **CONV), scale("dim(w, 0)", beta="beta", mean="mean")),
+          N("conv2d", "x", N("mul", "w", scale("dim(w, 0)", axis=0, beta="beta", mean="mean")), **CONV),
+          shapes={"x": X4, "w": W4, **{p: ("o",) for p in BN_PARAMS}},
+          domains={**CONV_DOMAINS, **EPS},
+          doc="A per-output-channel factor (here a batch norm of ones) after a conv scales its "
+              "kernels instead: output channel o reads kernel o only, for any groups."),
+]

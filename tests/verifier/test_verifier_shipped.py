@@ -1,0 +1,65 @@
+"""The shipped K=3 rule file: every rule proved, and its verification report says the same."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from taso_relay.subst import load_rules
+from taso_relay.subst.rule_io import shipped_rules_dir
+from taso_relay.verifier.report import report_path
+
+SHIPPED = shipped_rules_dir() / "taso_k3.json"
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    if not SHIPPED.exists():
+        pytest.skip("rules/taso_k3.json not generated")
+    return load_rules(SHIPPED)
+
+
+def test_every_shipped_rule_is_proved(shipped):
+    not_proved = [(r.id, r.status) for r in shipped if r.status != "PROVED"]
+    assert not not_proved, not_proved[:5]
+    for r in shipped:  # each verdict names its proof: its own Z3 run, or the other direction's
+        v = r.verification
+        assert v["outputs"] == ["PROVED"] * len(r.outputs)
+        assert v.get("covered_by") != r.id
+
+
+def test_mirrored_verdicts_point_at_a_proved_rule_of_the_same_equivalence(shipped):
+    by_id = {r.id: r for r in shipped}
+    mirrored = [r for r in shipped if "covered_by" in r.verification]
+    assert mirrored
+    for r in mirrored:
+        other = by_id[r.verification["covered_by"]]
+        assert other.provenance["equivalence"] == r.provenance["equivalence"]
+        assert other.status == "PROVED" and "covered_by" not in other.verification
+
+
+def test_verification_report_matches_the_file(shipped):
+    report = json.loads(report_path(SHIPPED).read_text())
+    assert report["counts"] == {"PROVED": len(shipped), "REFUTED": 0, "UNKNOWN": 0, "UNVERIFIED": 0}
+    assert {row["id"] for row in report["rules"]} == {r.id for r in shipped}
+    assert not report["interrupted"] and report["elapsed_s"] < 300
+
+
+SHIPPED_FILES = sorted(p for p in shipped_rules_dir().glob("*.json") if not p.name.endswith(".report.json"))
+
+
+@pytest.mark.parametrize("path", SHIPPED_FILES, ids=lambda p: p.name)
+def test_every_shipped_file_is_proved_against_the_current_axioms(path):
+    """Whatever default_rules() loads: all PROVED, none stale (an axiom change means re-verify)."""
+    from taso_relay.verifier.run import axioms_digest, rule_digest
+
+    rules = load_rules(path)
+    assert rules
+    stale = [r.id for r in rules if r.status != "PROVED" or r.verification.get("axioms_digest") != axioms_digest()
+             or r.verification.get("rule_digest") != rule_digest(r)]
+    assert not stale, stale[:5]
+
+
+def test_the_default_set_includes_the_lifted_and_handwritten_files():
+    names = {p.name for p in SHIPPED_FILES}
+    assert {"taso_k3.json", "taso_k3_batched.json", "handwritten_norm.json"} <= names
