@@ -79,6 +79,7 @@ class _Emitter:
         self.tuples: dict[int, Any] = {}  # node -> variable of its tuple result
         # items other nodes read are bound right after their tuple; items only returned, when needed
         self.used = {(r.node, r.index) for n in graph.nodes for r in n.inputs}
+        self.weight_only = _weight_only(graph)
 
     def run(self) -> None:
         for i, node in enumerate(self.graph.nodes):
@@ -104,6 +105,8 @@ class _Emitter:
             expr = recall_opaque(record, args)
             return self._bind(i, expr, len(node.types), record.tgi, tuple_result=_is_tuple(record.call))
         types = [self.graph.type_of(r) for r in node.inputs]
+        if node.op == "batch_norm" and self.weight_only[i]:  # before any recorded call of the same form
+            return [_batch_norm_arithmetic(self.bb, a, args, types)]
         record = self.graph.payloads.get(template_key(node.op, node.attrs, types))
         if isinstance(record, CallRecord):
             expr = recall(record, args, is_tensor_leaf)
@@ -180,3 +183,33 @@ class _Emitter:
 
 def _is_tuple(call) -> bool:
     return isinstance(call.ty, relax.TupleType)
+
+
+def _weight_only(graph: Graph) -> list[bool]:
+    """Per node: computed from weights and constants alone (FoldConstant computes it)."""
+    const: list[bool] = []
+    for n in graph.nodes:
+        const.append(n.op in ("weight", "constant") or (
+            n.op not in ("input", "opaque") and bool(n.inputs) and all(const[r.node] for r in n.inputs)))
+    return const
+
+
+def _batch_norm_arithmetic(bb, attrs: dict, args: list, types: list):
+    """A batch norm of weights as the arithmetic DecomposeOpsForInference makes of it.
+
+    A batch_norm call returns a tuple: FoldConstant folds the call but not the item
+    taken from the folded tuple, so whatever uses the item (a conv kernel scaled by it,
+    as the batch-norm fold rules write) would stay a kernel at run time. Arithmetic
+    folds to the end in one sweep, which is what the cost models assume.
+    """
+    x, gamma, beta, mean, var = args
+    axis, dtype = attrs["axis"], types[0].dtype
+    shape = [1] * len(types[0].shape)
+    shape[axis] = types[0].shape[axis]
+    emit = bb.emit
+    per_channel = [emit(relax.op.reshape(t, shape)) for t in (gamma, beta, mean, var)]
+    gamma, beta, mean, var = per_channel
+    std = emit(relax.op.sqrt(emit(relax.op.add(var, relax.const(attrs["epsilon"], dtype)))))
+    scale = emit(relax.op.divide(gamma, std))
+    centred = emit(relax.op.subtract(x, mean))
+    return emit(relax.op.add(emit(relax.op.multiply(centred, scale)), beta))

@@ -1,0 +1,71 @@
+"""TASOPass with the shipped rules folds conv + batch norm the way TVM's FoldBatchnormToConv2D does."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tvm
+from tvm import relax
+
+from taso_relay.passes import TASOPass
+
+sys.path.insert(0, str(Path(__file__).parent / "bridge"))
+from bridge_onnx_models import F32, Model, import_onnx  # noqa: E402
+
+from taso_relay.bridge.execute import random_inputs  # noqa: E402
+
+TARGET = tvm.target.Target({"kind": "llvm", "num-cores": 2})
+
+
+def conv_bn_block():
+    """conv (with bias, stride 2) -> bn -> relu -> grouped conv -> bn -> + residual -> relu."""
+    m = Model(3)
+    y = m.op("Conv", ["x", m.weight((8, 4, 3, 3)), m.weight((8,))], pads=[1, 1, 1, 1], strides=[2, 2])
+    y = m.op("Relu", [m.bn(y, 8)])
+    z = m.bn(m.conv(y, 8, 8, 3, pads=[1, 1, 1, 1], group=2), 8)
+    out = m.op("Relu", [m.op("Add", [z, y])])
+    return import_onnx(m.build([("x", F32, [1, 4, 12, 12])], [(out, F32, [1, 8, 6, 6])]))
+
+
+def batch_norm_calls(mod) -> int:
+    found = []
+    relax.analysis.post_order_visit(mod["main"].body, lambda e: found.append(e) if isinstance(e, relax.Call)
+                                    and isinstance(e.op, tvm.ir.Op) and e.op.name == "relax.nn.batch_norm" else None)
+    return len(found)
+
+
+def kernels(mod) -> int:
+    """PrimFuncs left after TVM's default CPU pipeline (one per fused kernel, folded weights gone)."""
+    with TARGET:
+        lowered = relax.get_default_pipeline(TARGET)(mod)
+    return sum(isinstance(f, tvm.tirx.PrimFunc) for _, f in lowered.functions_items())
+
+
+@pytest.fixture(scope="module")
+def folded():
+    mod = conv_bn_block()
+    taso = TASOPass()  # shipped proven rules, analytic cost
+    return mod, taso(mod), taso.report["main"]
+
+
+def test_batch_norms_are_folded_into_the_convs(folded):
+    before, after, report = folded
+    assert report.status == "optimized"
+    assert sorted(a.rule_id for a in report.search.applied) == ["h-bn-conv", "h-bn-conv-bias"]
+    assert batch_norm_calls(before) == 2 and batch_norm_calls(after) == 0
+
+
+def test_folded_weights_leave_no_kernels(folded):
+    """conv, bias, bn, relu | conv, bn, add, relu: 4 kernels; folded, each conv absorbs the rest."""
+    before, after, _ = folded
+    assert kernels(before) == 4 and kernels(after) == 2
+
+
+def test_folded_module_computes_the_same(folded, run_module, rng):
+    before, after, _ = folded
+    inputs = random_inputs(before["main"].params, rng)
+    want, got = run_module(before, inputs)[0], run_module(after, inputs)[0]
+    assert np.abs(want).max() > 0.1  # not a trivially zero output
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
