@@ -3,8 +3,9 @@
 Each Relax function with a dataflow block goes Relax -> Graph -> (optimize)
 -> Relax. A function the graph form cannot hold is left as it is, with a
 warning; a graph the optimizer changed is used only if it still computes the
-same results (checked on random inputs), so the pass never changes what a
-model computes beyond float rounding.
+same results (checked on random inputs, on the rewritten region), so the pass
+never changes what a model computes beyond float rounding; with verify_speed it
+is also used only if it measures faster on the target.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from .bridge import execute
 from .bridge.from_relax import Imported, function_name, graph_from_function
 from .bridge.to_relax import function_from_graph, module_from_graph
 from .graph import Graph, NotModelled, evaluate, random_feeds
+from .guard import check_region
 from .search import optimize
 from .subst import default_rules, load_rules
 from .subst.incremental import RuleIndex
@@ -37,6 +39,9 @@ class FunctionReport:
 
     name: str
     status: str = "unchanged"  # optimized | unchanged | rejected | skipped
+    rejected_by: str = ""  # "numeric" (results differ) or "speed" (not measured faster), when rejected
+    check: str = ""  # how the results were compared (region or whole function) and what was found
+    speed: object = None  # guard.speed.SpeedCheck with verify_speed: measured times and verdict
     ops_before: dict = field(default_factory=dict)
     ops_after: dict = field(default_factory=dict)
     opaque: int = 0
@@ -78,6 +83,10 @@ class FunctionReport:
         line = f"{self.name}: {self.status}, {ops} ops ({opaque}), {self.seconds:.3f} s"
         if self.search is not None:
             line += "\n  " + self.search.to_text().replace("\n", "\n  ")
+        if self.check:
+            line += f"\n  numeric check: {self.check}"
+        if self.speed is not None:
+            line += f"\n  {self.speed.to_text()}"
         return line + "".join(f"\n  warning: {w}" for w in self.warnings)
 
 
@@ -87,11 +96,15 @@ class TASOOptimizer:
     target: where costs are measured (default: the target in scope, else llvm).
     cost, rules, time_limit: for the search (`optimize_graph`).
     check: verify a changed graph on random inputs and keep the original if it differs.
-    min_gain: apply the search's result only if it is predicted at least this fraction cheaper.
+    min_gain: apply the search's result only if it is predicted (and, with verify_speed,
+      measured) at least this fraction cheaper.
+    verify_speed: compile the original and the rewritten module with the cost model's lowering,
+      time both on the target (interleaved rounds, medians) and keep the rewrite only if faster.
+    speed_budget: seconds of timing rounds per function for verify_speed (compilation not included).
     """
 
     def __init__(self, target=None, cost=None, time_limit: float = 10.0, rules=None, check: bool = True,
-                 seed: int = 0, min_gain: float = 0.01):
+                 seed: int = 0, min_gain: float = 0.01, verify_speed: bool = False, speed_budget: float = 10.0):
         self.target = target
         self.cost = cost
         self.time_limit = time_limit
@@ -99,7 +112,10 @@ class TASOOptimizer:
         self.check = check
         self.seed = seed
         self.min_gain = min_gain
+        self.verify_speed = verify_speed
+        self.speed_budget = speed_budget
         self.report: dict[str, FunctionReport] = {}
+        self._cost_model = None
 
     # ---- the search ------------------------------------------------------------
     def optimize_graph(self, graph: Graph, report: FunctionReport | None = None) -> Graph:
@@ -107,13 +123,19 @@ class TASOOptimizer:
         rules = resolve_rules(self.rules)
         if not len(rules.matchers):
             return graph
-        cost = resolve_cost(self.cost, self.target)
+        cost = self.cost_model()
         best, search_report = optimize(graph, rules, cost, time_limit=self.time_limit)
         if report is not None:
             report.search = search_report
         if search_report.cost_after > search_report.cost_before * (1.0 - self.min_gain):
             return graph  # a predicted gain within the cost model's noise is not worth a rewrite
         return best
+
+    def cost_model(self):
+        """The cost model in use, resolved once per pass object (the speed check needs its lowering)."""
+        if self._cost_model is None:
+            self._cost_model = resolve_cost(self.cost, self.target)
+        return self._cost_model
 
     # ---- pass body --------------------------------------------------------------
     def transform_function(self, func, mod, ctx):
@@ -153,28 +175,56 @@ class TASOOptimizer:
         report.graph_before, report.signature = graph, imported.signature
         best = self.optimize_graph(graph, report)
         report.graph_after = best
-        if best.hash != graph.hash:
-            if self.check and not self._same_results(graph, best, imported, mod):
-                report.status = "rejected"
-                report.warnings.append(f"taso_relay: optimized '{report.name}' computes different results; "
-                                       "kept the original")
-                best = graph
-                report.graph_after = graph
-            else:
-                report.status = "optimized"
-                report.ops_after = best.op_counts()
-        return function_from_graph(best, report.name, imported.signature)
+        if best.hash == graph.hash:
+            return func  # nothing to check or emit: the very function given
+        if self.check and not self._same_results(graph, best, imported, mod, report):
+            return self._reject(report, func, "numeric", "computes different results")
+        rewritten = function_from_graph(best, report.name, imported.signature)
+        if self.verify_speed:
+            report.speed = self._speed_check(func, rewritten, mod, report)
+            if report.speed.same_outputs is False:
+                return self._reject(report, func, "numeric", "computes different results when compiled")
+            if not report.speed.kept:
+                return self._reject(report, func, "speed", "is not measured faster")
+        report.status = "optimized"
+        report.ops_after = best.op_counts()
+        return rewritten
 
-    def _same_results(self, before: Graph, after: Graph, imported: Imported, mod) -> bool:
-        """Equal outputs on random inputs: numpy interpreter when it can, else TVM."""
-        if before.output_types != after.output_types:
-            return False
+    def _reject(self, report: FunctionReport, func, by: str, why: str):
+        """Keep the original function; the warning names the rules the search applied."""
+        report.status, report.rejected_by, report.graph_after = "rejected", by, report.graph_before
+        applied = sorted({a.rule_id for a in report.search.applied}) if report.search else []
+        rules = f" (rules: {', '.join(applied)})" if applied else ""
+        report.warnings.append(f"taso_relay: optimized '{report.name}' {why}{rules}; kept the original")
+        return func
+
+    # ---- checks -------------------------------------------------------------------
+    def _same_results(self, before: Graph, after: Graph, imported: Imported, mod,
+                      report: FunctionReport | None = None) -> bool:
+        """Equal outputs on random inputs: on the rewritten region, else on the whole function.
+
+        The region check is the fast path; a region it cannot evaluate, or a difference it finds,
+        is decided by the whole function (numpy interpreter when it can, else TVM).
+        """
+        region = check_region(before, after, _close, self.seed)
+        if region.same or before.output_types != after.output_types:
+            if report is not None:
+                report.check = region.describe()
+            return bool(region.same)
+        same, how = self._whole_function_same(before, after, imported, mod)
+        if report is not None:
+            report.check = f"{region.describe()}; whole function ({how}): {'equal' if same else 'differ'}"
+        return same
+
+    def _whole_function_same(self, before: Graph, after: Graph, imported: Imported, mod) -> tuple[bool, str]:
         rng = np.random.default_rng(self.seed)
+        how = "numpy"
         try:
             feeds = random_feeds(before, rng)
             with np.errstate(all="ignore"):  # NaN or overflow on random inputs is compared, not reported
                 want, got = evaluate(before, feeds), evaluate(after, feeds)
         except NotModelled:
+            how = "tvm"
             sig = imported.signature
             inputs = execute.random_inputs(sig.params, rng)
             runs = []
@@ -182,7 +232,37 @@ class TASOOptimizer:
                 module = module_from_graph(graph, sig.name, sig, mod=mod)
                 runs.append(execute.run_module(module, inputs, self.target, func=sig.name))
             want, got = runs
-        return all(_close(a, b) for a, b in zip(want, got))
+        return all(_close(a, b) for a, b in zip(want, got)), how
+
+    def _speed_check(self, func, rewritten, mod, report: FunctionReport):
+        """Measure the original against the rewritten module; SpeedCheck.kept is the verdict."""
+        from .guard.speed import SpeedCheck, faster
+
+        lowering, database = _lowering_of(self.cost_model())
+        try:
+            check = self._measure_speed(func, rewritten, mod, report.name, lowering, database)
+        except Exception as exc:  # noqa: BLE001 - a function the VM cannot run as given: not measured
+            check = SpeedCheck(lowering=lowering, note=f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+        check.min_gain = self.min_gain
+        if check.same_outputs is False:
+            check.kept = False
+        elif check.measured:
+            check.kept = faster(check.before_rounds, check.after_rounds, self.min_gain)
+        else:
+            report.warnings.append(f"taso_relay: could not measure '{report.name}' ({check.note}); "
+                                   "kept the rewrite the numeric check accepted")
+        return check
+
+    def _measure_speed(self, func, rewritten, mod, name: str, lowering: str, database):
+        """guard.speed.measure on the module before and after (tests replace this with fixed times)."""
+        from .guard.speed import measure
+
+        original = mod if mod is not None and name in [g.name_hint for g in mod.get_global_vars()] \
+            else tvm.IRModule({name: func})
+        changed = original.clone()
+        changed[name] = rewritten
+        return measure(original, changed, name, self.target or execute.default_target(), lowering=lowering,
+                       database=database, budget_s=self.speed_budget, seed=self.seed, close=_close)
 
 
 @functools.lru_cache(maxsize=8)
@@ -213,6 +293,15 @@ def resolve_cost(cost, target=None):
     if isinstance(cost, str):
         raise ValueError(f"unknown cost model '{cost}' (expected one of {', '.join(COST_MODELS)})")
     return cost
+
+
+def _lowering_of(cost) -> tuple[str, object]:
+    """The lowering a cost model predicts ("default" unless it says otherwise) and its tuning database."""
+    lowering = getattr(cost, "lowering", "default")
+    if lowering not in ("default", "tuning"):
+        lowering = "default"
+    database = cost.database() if lowering == "tuning" and callable(getattr(cost, "database", None)) else None
+    return lowering, database
 
 
 def _close(a: np.ndarray, b: np.ndarray) -> bool:
@@ -248,12 +337,14 @@ TASOPass.__doc__ = """Graph superoptimization of every Relax function (a tvm.tra
 """
 
 
-def taso_pipeline(target=None, cost=None, time_limit: float = 10.0, rules=None, check: bool = True):
+def taso_pipeline(target=None, cost=None, time_limit: float = 10.0, rules=None, check: bool = True,
+                  verify_speed: bool = False):
     """TASOPass, then TVM's default Relax build pipeline: `tvm.compile(mod, target, relax_pipeline="taso")`."""
 
     @tvm.transform.module_pass(opt_level=0, name="taso_pipeline")
     def _pipeline(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
-        mod = TASOPass(target=target, cost=cost, time_limit=time_limit, rules=rules, check=check)(mod)
+        mod = TASOPass(target=target, cost=cost, time_limit=time_limit, rules=rules, check=check,
+                       verify_speed=verify_speed)(mod)
         return _default_pipeline(target or tvm.target.Target.current(allow_none=True))(mod)
 
     return _pipeline

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -63,7 +64,7 @@ def test_pass_in_sequential_before_legalize(resnet, run_module, rng):
 
 
 def test_untouched_pass_keeps_the_module_and_reports(resnet):
-    taso = TASOPass()
+    taso = TASOPass(min_gain=1.0)  # the search runs, but no predicted gain is enough to apply it
     out = taso(resnet)
     tvm.ir.assert_structural_equal(out, resnet)
     report = taso.report["main"]
@@ -199,3 +200,138 @@ def test_pass_with_no_proven_rules_changes_nothing(resnet):
     out = taso(resnet)
     tvm.ir.assert_structural_equal(out, resnet)
     assert taso.report["main"].status == "unchanged"
+
+
+# ---- the numeric check on the rewritten region -------------------------------------------
+@pytest.mark.parametrize("model", ["resnet", "unmodelled"])
+def test_region_check_catches_a_planted_wrong_rule(model, request, monkeypatch):
+    """The region check finds the difference itself (no TVM build needed, opaque calls included)."""
+    mod = request.getfixturevalue(model)
+    monkeypatch.setattr(TASOOptimizer, "optimize_graph", lambda self, g, report=None: replace_op(g, "relu", "sigmoid"))
+    taso = TASOPass()
+    with pytest.warns(UserWarning, match="computes different results"):
+        taso(mod)
+    report = taso.report["main"]
+    assert report.status == "rejected" and report.rejected_by == "numeric"
+    assert report.check.startswith("region: differ"), report.check
+
+
+def test_equivalent_rewrite_is_accepted_by_the_region_check(unmodelled, monkeypatch):
+    monkeypatch.setattr(TASOOptimizer, "optimize_graph", lambda self, g, report=None: swap_add(g))
+    taso = TASOPass()
+    taso(unmodelled)
+    report = taso.report["main"]
+    assert report.status == "optimized"
+    assert report.check.startswith("region: equal") and "whole function" not in report.check
+
+
+# ---- verify_speed: keep a rewrite only if it measures faster -----------------------------------
+def fixed_times(before_ms, after_ms, calls=None):
+    """A stand-in for the measurement: fixed per-round times, so the decision is what is tested."""
+    from taso_relay.guard.speed import SpeedCheck
+
+    def measure(self, func, rewritten, mod, name, lowering, database):
+        if calls is not None:
+            calls.append((name, lowering, database))
+        before, after = [t / 1e3 for t in before_ms], [t / 1e3 for t in after_ms]
+        return SpeedCheck(lowering=lowering, before_s=float(np.median(before)), after_s=float(np.median(after)),
+                          before_rounds=before, after_rounds=after)
+
+    return measure
+
+
+def test_verify_speed_keeps_a_measured_faster_rewrite(resnet, monkeypatch):
+    from taso_relay.commands.report import report_dict
+
+    calls = []
+    monkeypatch.setattr(TASOOptimizer, "optimize_graph", lambda self, g, report=None: swap_add(g))
+    monkeypatch.setattr(TASOOptimizer, "_measure_speed", fixed_times([10, 11, 10], [9, 9, 8], calls))
+    taso = TASOPass(verify_speed=True)
+    out = taso(resnet)
+    report = taso.report["main"]
+    assert report.status == "optimized" and report.speed.kept
+    assert calls == [("main", "default", None)]  # the analytic cost model predicts the default lowering
+    assert not _structural_equal(out, resnet)
+    assert "original 10.000 ms, rewritten 9.000 ms" in report.summary()
+    data = report_dict(report)["speed"]
+    assert data["before_s"] == pytest.approx(0.010) and data["after_s"] == pytest.approx(0.009)
+    assert data["kept"] is True and data["speedup"] == pytest.approx(10 / 9)
+
+
+@pytest.mark.parametrize("after_ms", [[12, 11, 12], [9.95, 9.95, 9.95]], ids=["slower", "within-margin"])
+def test_verify_speed_falls_back_when_not_faster(resnet, monkeypatch, after_ms):
+    monkeypatch.setattr(TASOOptimizer, "optimize_graph", lambda self, g, report=None: swap_add(g))
+    monkeypatch.setattr(TASOOptimizer, "_measure_speed", fixed_times([10, 10, 10], after_ms))
+    taso = TASOPass(verify_speed=True, min_gain=0.01)
+    with pytest.warns(UserWarning, match="is not measured faster"):
+        out = taso(resnet)
+    tvm.ir.assert_structural_equal(out, resnet)
+    report = taso.report["main"]
+    assert report.status == "rejected" and report.rejected_by == "speed"
+    assert report.speed.kept is False and report.speed.before_s == pytest.approx(0.010)
+    assert "kept the original" in report.summary() and report.rewrites == []
+
+
+def test_verify_speed_keeps_the_checked_rewrite_when_it_cannot_measure(resnet, monkeypatch):
+    def broken(self, *args):
+        raise RuntimeError("no device")
+
+    monkeypatch.setattr(TASOOptimizer, "optimize_graph", lambda self, g, report=None: swap_add(g))
+    monkeypatch.setattr(TASOOptimizer, "_measure_speed", broken)
+    taso = TASOPass(verify_speed=True)
+    with pytest.warns(UserWarning, match="could not measure"):
+        taso(resnet)
+    report = taso.report["main"]
+    assert report.status == "optimized" and not report.speed.measured and "no device" in report.speed.note
+
+
+def test_verify_speed_uses_the_tuned_models_lowering_and_database(resnet, monkeypatch):
+    from taso_relay.cost import FixedCost
+
+    class Tuned(FixedCost):
+        def database(self):
+            return "the-database"
+
+    calls = []
+    monkeypatch.setattr(TASOOptimizer, "optimize_graph", lambda self, g, report=None: swap_add(g))
+    monkeypatch.setattr(TASOOptimizer, "_measure_speed", fixed_times([10], [5], calls))
+    TASOPass(verify_speed=True, cost=Tuned(lowering="tuning"))(resnet)
+    assert calls == [("main", "tuning", "the-database")]
+
+
+def test_verify_speed_end_to_end_measures_both_and_keeps_results(run_module, rng):
+    """Real compilation and timing (a short budget): whatever the verdict, both times are
+    reported and the returned module computes what the original does."""
+    from taso_relay.cost import FixedCost
+    from taso_relay.subst import load_rules
+
+    mod = import_onnx(inception_block())
+    rules = [r for r in load_rules(FIXTURE_RULES) if r.id == "merge-parallel-conv"]
+    taso = TASOPass(rules=rules, cost=FixedCost({"conv2d": 10.0, "concat": 1.0, "split": 1.0}), time_limit=5,
+                    verify_speed=True, speed_budget=0.2, target=TARGET)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "not measured faster" when the timing says so
+        out = taso(mod)
+    report = taso.report["main"]
+    speed = report.speed
+    assert speed.measured and speed.before_s > 0 and speed.after_s > 0
+    assert len(speed.before_rounds) == len(speed.after_rounds) >= 3
+    assert report.status == ("optimized" if speed.kept else "rejected")
+    assert speed.kept == (speed.after_s <= speed.before_s * (1 - taso.min_gain))
+    inputs = random_inputs(mod["main"].params, rng)
+    for want, got in zip(run_module(mod, inputs), run_module(out, inputs)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_verify_speed_rejects_compiled_outputs_that_differ(resnet, monkeypatch):
+    """With check=False the graphs are not compared; the compiled modules still are."""
+    from taso_relay.guard.speed import SpeedCheck
+
+    monkeypatch.setattr(TASOOptimizer, "optimize_graph", lambda self, g, report=None: replace_op(g, "relu", "sigmoid"))
+    monkeypatch.setattr(TASOOptimizer, "_measure_speed",
+                        lambda self, *args: SpeedCheck(same_outputs=False, note="outputs differ"))
+    taso = TASOPass(check=False, verify_speed=True)
+    with pytest.warns(UserWarning, match="computes different results when compiled"):
+        out = taso(resnet)
+    tvm.ir.assert_structural_equal(out, resnet)
+    assert taso.report["main"].rejected_by == "numeric"

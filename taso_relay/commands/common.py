@@ -40,6 +40,9 @@ def add_taso_arguments(p: argparse.ArgumentParser) -> None:
                         "timed on the target) or tuned (MetaSchedule); default: the pass's own choice")
     p.add_argument("--time-limit", type=float, default=None, metavar="S",
                    help="seconds the search may take per function (default: the pass's own, 60)")
+    p.add_argument("--verify-speed", action="store_true",
+                   help="time the original and the rewritten model on the target (compiled with the cost model's "
+                        "lowering) and keep the rewrite only if it is measured faster; costs two extra builds")
 
 
 # ---- targets -----------------------------------------------------------------------------------
@@ -123,6 +126,8 @@ def make_pass(args, target):
         kwargs["cost"] = args.cost
     if getattr(args, "time_limit", None) is not None:
         kwargs["time_limit"] = float(args.time_limit)
+    if getattr(args, "verify_speed", False):
+        kwargs["verify_speed"] = True
     return TASOPass(**kwargs)
 
 

@@ -43,7 +43,8 @@ def run_optimize(args) -> int:
             "changed": changed(taso.report),
             "functions": {name: report_dict(r) for name, r in taso.report.items()},
             "pass_settings": {"cost": _describe(getattr(taso, "cost", args.cost)),
-                              "time_limit": getattr(taso, "time_limit", args.time_limit)},
+                              "time_limit": getattr(taso, "time_limit", args.time_limit),
+                              "verify_speed": bool(getattr(taso, "verify_speed", False))},
             "warnings": sorted(set(pass_warnings)), "written": {},
         }
         if args.report:
@@ -135,7 +136,8 @@ def _print(args, target, prepared, taso, result) -> None:
         print(f"folded   {prepared.folded} ONNX nodes into constants before import")
     settings = result["pass_settings"]
     cost = settings["cost"] or "default"
-    print(f"target   {common.target_summary(target)}; cost model {cost}, time limit {settings['time_limit']} s")
+    speed = "; speed verified on the target" if settings.get("verify_speed") else ""
+    print(f"target   {common.target_summary(target)}; cost model {cost}, time limit {settings['time_limit']} s{speed}")
     for line in format_report(taso.report):
         print(f"  {line}")
     for message in result["warnings"]:

@@ -1,0 +1,74 @@
+"""Wall time of TASOPass itself, beside the search time it contains.
+
+    PYTHONPATH=. python -m bench.pass_time --models nasnet_mobile inception_v3 bert --quick
+    PYTHONPATH=. python -m bench.pass_time --models resnet50 --check whole   # the former whole-function check
+
+The pass should take about the search time plus a few seconds: what is left is
+reading the rule file, importing and emitting the function, and the numeric
+check. `--check whole` times the whole-function check (numpy, or two TVM
+builds when the function has opaque calls) that the region check replaced.
+Prints one JSON line per model; `--profile DIR` also writes cProfile files.
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import os
+import time
+import warnings
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--models", nargs="+", default=["nasnet_mobile", "inception_v3", "bert"])
+    p.add_argument("--quick", action="store_true", help="the models' quick variants")
+    p.add_argument("--time-limit", type=float, default=10.0)
+    p.add_argument("--check", choices=("region", "whole"), default="region")
+    p.add_argument("--cores", type=int, default=2)
+    p.add_argument("--profile", default=None, metavar="DIR")
+    args = p.parse_args(argv)
+
+    import tvm
+
+    from bench.harness.configs import import_onnx
+    from bench.harness.models import build_model
+    from taso_relay.passes import TASOOptimizer, TASOPass
+
+    if args.check == "whole":
+        def whole(self, before, after, imported, mod, report=None):
+            start = time.perf_counter()
+            same, how = self._whole_function_same(before, after, imported, mod)
+            if report is not None:
+                report.check = f"whole function ({how}) in {time.perf_counter() - start:.2f} s"
+            return same
+        TASOOptimizer._same_results = whole
+
+    target = tvm.target.Target({"kind": "llvm", "num-cores": args.cores})
+    for name in args.models:
+        imported = import_onnx(build_model(name, quick=args.quick))
+        taso = TASOPass(target=target, time_limit=args.time_limit)
+        profile = cProfile.Profile() if args.profile else None
+        start = time.perf_counter()
+        with target, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if profile:
+                profile.enable()
+            taso(imported.bound)
+            if profile:
+                profile.disable()
+        seconds = time.perf_counter() - start
+        if profile:
+            os.makedirs(args.profile, exist_ok=True)
+            profile.dump_stats(os.path.join(args.profile, f"{name}.prof"))
+        report = taso.report["main"]
+        print(json.dumps({
+            "model": name + (" (quick)" if args.quick else ""), "pass_s": round(seconds, 2),
+            "search_s": round(report.search_seconds, 2), "overhead_s": round(seconds - report.search_seconds, 2),
+            "status": report.status, "nodes": sum(report.ops_before.values()), "check": report.check,
+            "load_avg": [round(x, 2) for x in os.getloadavg()],
+        }), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+"""Measure that a rewritten module is faster than the original before keeping it.
+
+The cost model predicts; this checks. Both modules are compiled with the
+lowering the cost model assumes (cost/lowering.py: "default", or "tuning"
+with the tuned model's schedules) and timed on the target in interleaved
+rounds, alternating which goes first, as bench/harness does: drift of a
+shared machine then hits both alike. The verdict compares medians.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class SpeedCheck:
+    """Measured seconds per run of the original and the rewritten function, and the verdict."""
+
+    lowering: str = "default"
+    min_gain: float = 0.0  # the rewrite is kept only if at least this fraction faster
+    before_s: float | None = None  # median over rounds
+    after_s: float | None = None
+    before_rounds: list = field(default_factory=list)
+    after_rounds: list = field(default_factory=list)
+    number: int = 1  # runs averaged per round
+    compile_s: float = 0.0
+    measure_s: float = 0.0
+    kept: bool = True  # the rewritten function was kept
+    same_outputs: bool | None = None  # the two compiled functions' outputs agree (None: not compared)
+    note: str = ""  # why it was not measured
+
+    @property
+    def measured(self) -> bool:
+        return self.before_s is not None and self.after_s is not None
+
+    @property
+    def speedup(self) -> float | None:
+        """before / after (> 1: the rewrite is faster)."""
+        return self.before_s / self.after_s if self.measured and self.after_s > 0 else None
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["speedup"] = self.speedup
+        return data
+
+    def to_text(self) -> str:
+        verdict = "kept the rewrite" if self.kept else "kept the original"
+        if not self.measured:
+            return f"speed check ({self.lowering} lowering): not measured ({self.note}); {verdict}"
+        text = (f"speed check ({self.lowering} lowering): original {self.before_s * 1e3:.3f} ms, "
+                f"rewritten {self.after_s * 1e3:.3f} ms (x{self.speedup:.3f}; median of {len(self.before_rounds)} "
+                f"rounds of {self.number} runs; needs x{1 / (1 - self.min_gain):.3f}) -> {verdict}")
+        return text + (f" ({self.note})" if self.note else "")
+
+
+def faster(before_rounds, after_rounds, min_gain: float) -> bool:
+    """Whether the rewrite is at least `min_gain` faster, median against median."""
+    if not before_rounds or not after_rounds:
+        return False
+    return statistics.median(after_rounds) <= statistics.median(before_rounds) * (1.0 - min_gain)
+
+
+def measure(original, rewritten, func: str, target, *, lowering: str = "default", database=None,
+            budget_s: float = 10.0, min_rounds: int = 3, max_rounds: int = 25, round_s: float = 0.05,
+            seed: int = 0, close=None) -> SpeedCheck:
+    """Compile both modules, check their outputs agree (with `close`), time `func` interleaved.
+
+    The outputs are compared after compilation as well: a second numeric check, of what TVM
+    built, which the graph-level check cannot see (e.g. how the bridge emitted the rewrite).
+
+    budget_s bounds the timing rounds (not the compilation); at least min_rounds run whatever it says.
+    """
+    import tvm
+    from tvm import relax
+
+    from ..bridge.execute import device_of, flatten, random_inputs
+    from ..cost.lowering import as_target, compile_module
+
+    target = as_target(target)
+    check = SpeedCheck(lowering=lowering)
+    start = time.perf_counter()
+    executables = [compile_module(m, target, database, lowering) for m in (original, rewritten)]
+    check.compile_s = time.perf_counter() - start
+    device = device_of(target)
+    params = original[func].params
+    arrays = random_inputs(params, np.random.default_rng(seed))
+    inputs = [tvm.runtime.tensor(np.ascontiguousarray(x), device) for x in arrays]
+    vms = [relax.VirtualMachine(ex, device) for ex in executables]
+    outs = [flatten(vm[func](*inputs)) for vm in vms]  # also the warm-up run
+    if close is not None:
+        check.same_outputs = len(outs[0]) == len(outs[1]) and all(map(close, *outs))
+        if not check.same_outputs:
+            check.note = "outputs differ"
+            return check
+    start = time.perf_counter()
+    timers = [_Timer(vm, func, device, inputs) for vm in vms]
+    one = max(t.once() for t in timers)
+    number = max(1, min(1000, math.ceil(round_s / max(one, 1e-7))))
+    rounds = int(budget_s / max(2 * number * one, 1e-9))
+    rounds = max(min_rounds, min(max_rounds, rounds))
+    times: list[list[float]] = [[], []]
+    for r in range(rounds):
+        for k in ((0, 1) if r % 2 == 0 else (1, 0)):
+            times[k].append(timers[k].round(number))
+    check.measure_s = time.perf_counter() - start
+    check.number = number
+    check.before_rounds, check.after_rounds = times
+    check.before_s, check.after_s = statistics.median(times[0]), statistics.median(times[1])
+    return check
+
+
+class _Timer:
+    """One compiled function: time_evaluator for fast runs, the wall clock for slow ones."""
+
+    SLOW_S = 0.5  # time_evaluator adds an untimed warm-up call per round: too dear above this
+
+    def __init__(self, vm, func, device, inputs):
+        self.vm, self.func, self.device, self.inputs = vm, func, device, inputs
+        self.slow = False
+
+    def once(self) -> float:
+        start = time.perf_counter()
+        self.vm[self.func](*self.inputs)
+        self.device.sync()
+        one = time.perf_counter() - start
+        self.slow = one >= self.SLOW_S
+        return one
+
+    def round(self, number: int) -> float:
+        """Mean seconds per run over `number` runs."""
+        if self.slow:
+            start = time.perf_counter()
+            for _ in range(number):
+                self.vm[self.func](*self.inputs)
+            self.device.sync()
+            return (time.perf_counter() - start) / number
+        evaluator = self.vm.time_evaluator(self.func, self.device, number=number, repeat=1)
+        return float(evaluator(*self.inputs).mean)

@@ -1,0 +1,131 @@
+"""The region check: a rewrite is judged on the nodes where the graphs differ, not on the whole graph."""
+from __future__ import annotations
+
+import numpy as np
+
+from taso_relay.graph import GraphBuilder, TensorType
+from taso_relay.guard import check_region
+
+DEPTH = 30  # unchanged layers above and below the rewritten spot
+
+
+def close(a, b) -> bool:
+    return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True))
+
+
+def chain(middle):
+    """x -> DEPTH x (tanh, add w) -> middle(b, h) -> DEPTH x (tanh, add w) -> output."""
+    b = GraphBuilder()
+    h = b.input("x", (4, 8))
+    for k in range(2 * DEPTH):
+        if k == DEPTH:
+            h = middle(b, h)
+        w = b.weight(f"w{k}", (4, 8), value=np.linspace(-1, 1, 32, dtype="float32").reshape(4, 8) / (k + 1))
+        h = b.op("add", b.op("tanh", h), w)
+    return b.build([h])
+
+
+def test_unchanged_graph_runs_nothing():
+    g = chain(lambda b, h: b.op("relu", h))
+    result = check_region(g, chain(lambda b, h: b.op("relu", h)), close)
+    assert result.same is True and result.compared == 0 and result.evaluated == 0
+
+
+def test_a_wrong_rewrite_is_caught_from_its_region_alone():
+    before = chain(lambda b, h: b.op("relu", h))
+    after = chain(lambda b, h: b.op("sigmoid", h))
+    result = check_region(before, after, close)
+    assert result.same is False
+    assert result.evaluated <= 30  # a few levels around relu and sigmoid: not the 4 * DEPTH nodes
+
+
+def test_same_operator_on_different_inputs_is_compared_higher_up():
+    """relu(relu(x)) -> relu(x): the roots pair up but their inputs differ; the pair above is equal."""
+    before = chain(lambda b, h: b.op("relu", b.op("relu", h)))
+    after = chain(lambda b, h: b.op("relu", h))
+    result = check_region(before, after, close)
+    assert result.same is True
+    assert 0 < result.evaluated <= 6
+
+
+def test_matmul_reassociation_is_equal():
+    def build(assoc_left: bool):
+        b = GraphBuilder()
+        x = b.input("x", (3, 4))
+        w1 = b.weight("w1", (4, 5), value=np.full((4, 5), 0.5, "float32"))
+        w2 = b.weight("w2", (5, 2), value=np.eye(5, 2, dtype="float32"))
+        h = b.op("tanh", x)
+        out = (b.op("matmul", b.op("matmul", h, w1), w2) if assoc_left
+               else b.op("matmul", h, b.op("matmul", w1, w2)))
+        return b.build([out])
+
+    assert check_region(build(True), build(False), close).same is True
+
+
+def test_cut_values_stay_consistent_with_what_is_computed_from_them():
+    """A shared node used by one side while the other computes its rewritten form from its input:
+    it must not get an independent random value (relu(tt(tt(y))) == tt(tt(relu(y))))."""
+    def build(rewritten: bool):
+        b = GraphBuilder()
+        y = b.op("tanh", b.input("x", (3, 4)))
+        x = b.op("transpose", b.op("transpose", y, perm=(1, 0)), perm=(1, 0))
+        if rewritten:
+            out = b.op("transpose", b.op("transpose", b.op("relu", y), perm=(1, 0)), perm=(1, 0))
+        else:
+            out = b.op("relu", x)
+        return b.build([out, x])  # x is an output of both: shared
+
+    assert check_region(build(False), build(True), close).same is True
+
+
+def opaque_model(first: str, drop_second: bool):
+    """first(x) -> opaque -> transpose twice (dropped when rewritten) -> output."""
+    b = GraphBuilder()
+    x = b.input("x", (4, 4))
+    h = b.op("relu", b.op("relu", x)) if first == "relu2" else b.op(first, x)
+    (o,) = b.opaque([h], [TensorType((4, 4))], payload=None, key="call0", label="relax.erfinv")
+    if not drop_second:
+        o = b.op("transpose", b.op("transpose", o, perm=(1, 0)), perm=(1, 0))
+    return b.build([b.op("tanh", o)])
+
+
+def test_opaque_call_between_rewrites_is_paired_not_evaluated():
+    result = check_region(opaque_model("relu2", False), opaque_model("relu", True), close)
+    assert result.same is True
+
+
+def test_wrong_rewrite_feeding_an_opaque_call_is_caught():
+    result = check_region(opaque_model("relu2", False), opaque_model("sigmoid", True), close)
+    assert result.same is False
+
+
+def test_different_output_types_differ():
+    before = chain(lambda b, h: b.op("relu", h))
+    b = GraphBuilder()
+    after = b.build([b.op("relu", b.input("x", (8, 4)))])
+    assert check_region(before, after, close).same is False
+
+
+def dense(layers: int, rewritten: bool, wrong_at: int = -1):
+    """Every layer rewritten (relu(relu(h)) -> relu(h)): cones are deep, no cut stays consistent."""
+    b = GraphBuilder()
+    h = b.input("x", (4, 8))
+    for k in range(layers):
+        r = b.op("relu", h) if rewritten else b.op("relu", b.op("relu", h))
+        if k == wrong_at:
+            r = b.op("sigmoid", h)
+        w = b.weight(f"w{k}", (4, 8), value=np.full((4, 8), 0.1 * (k % 5), "float32"))
+        h = b.op("add", r, w)  # no squashing: a difference carries to the output
+    return b.build([h])
+
+
+def test_dense_rewrites_share_values_instead_of_evaluating_twice():
+    before, after = dense(80, False), dense(80, True)
+    result = check_region(before, after, close)
+    assert result.same is True
+    # one evaluation and the rewritten nodes; both graphs in full would be len(before) + len(after)
+    assert result.evaluated <= 1.25 * len(before.nodes)
+
+
+def test_a_wrong_rewrite_among_dense_ones_is_caught():
+    assert check_region(dense(80, False), dense(80, True, wrong_at=40), close).same is False

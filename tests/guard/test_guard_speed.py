@@ -1,0 +1,35 @@
+"""The speed verdict and its report (the measurement itself is exercised in tests/test_passes.py)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from taso_relay.guard.speed import SpeedCheck, faster
+
+
+@pytest.mark.parametrize("before, after, min_gain, expected", [
+    ([10, 10, 10], [9, 9, 9], 0.05, True),
+    ([10, 10, 10], [9.6, 9.6, 9.6], 0.05, False),  # faster, but by less than the margin
+    ([10, 10, 10], [10, 10, 10], 0.0, True),  # no margin asked: a tie is not slower
+    ([10, 10, 10], [11, 8, 12], 0.0, False),  # medians, not the best round
+    ([10, 30, 10], [9, 9, 9], 0.05, True),  # one disturbed round does not decide
+    ([], [9], 0.0, False),  # nothing measured: not shown faster
+])
+def test_faster_compares_medians_with_a_margin(before, after, min_gain, expected):
+    assert faster(before, after, min_gain) is expected
+
+
+def test_report_carries_both_times_as_text_and_json():
+    check = SpeedCheck(lowering="tuning", min_gain=0.01, before_s=0.002, after_s=0.001,
+                       before_rounds=[0.002] * 3, after_rounds=[0.001] * 3, number=5, kept=True)
+    text = check.to_text()
+    assert "tuning lowering" in text and "original 2.000 ms, rewritten 1.000 ms" in text and "x2.000" in text
+    data = json.loads(json.dumps(check.to_dict()))
+    assert data["before_s"] == 0.002 and data["after_s"] == 0.001 and data["speedup"] == 2.0
+
+
+def test_unmeasured_check_says_why():
+    check = SpeedCheck(note="function has symbolic shapes")
+    assert not check.measured and check.speedup is None
+    assert "not measured (function has symbolic shapes)" in check.to_text()
