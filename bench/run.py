@@ -49,6 +49,8 @@ def parse_args(argv=None):
     p.add_argument("--taso-time-limit", type=float, default=None, help="TASOPass time_limit (s)")
     p.add_argument("--taso-cost", default=None, help="TASOPass cost model (default: its own)")
     p.add_argument("--taso-rules", default=None, help="TASOPass rules file")
+    p.add_argument("--taso-verify-speed", action="store_true",
+                   help="TASOPass(verify_speed=True): rewrites kept only if measured faster end to end")
     p.add_argument("--results-dir", default=str(DEFAULT_RESULTS))
     p.add_argument("--work-dir", default=str(DEFAULT_WORK), help="MetaSchedule work dirs")
     p.add_argument("--date", default=None, help="date in the file name (default: today, UTC)")
@@ -224,9 +226,8 @@ def main(argv=None) -> int:
     names = args.models or (list(models.QUICK_MODELS) if args.quick
                             else models.available_models())
     options = configs.Options(
-        cost=args.taso_cost, rules=args.taso_rules,
-        time_limit=args.taso_time_limit if args.taso_time_limit is not None
-        else (30.0 if args.quick else 120.0))
+        cost=args.taso_cost, rules=args.taso_rules, verify_speed=args.taso_verify_speed,
+        time_limit=args.taso_time_limit)
 
     date = args.date or dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
     mode = report.mode_name(args.quick, args.tune_trials)
@@ -254,7 +255,7 @@ def main(argv=None) -> int:
         "configs": {c: configs.CONFIG_LABELS[c] for c in args.configs},
         "rule_passes": configs.RULE_PASS_NAMES,
         "taso_options": {"cost": options.cost, "time_limit": options.time_limit,
-                         "rules": options.rules},
+                         "rules": options.rules, "verify_speed": options.verify_speed},
         "machine": env.machine(kind),
         "versions": env.versions(),
         "models": [],

@@ -42,8 +42,9 @@ class ConfigUnavailable(RuntimeError):
 @dataclass
 class Options:
     cost: str | None = None  # None: TASOPass's own default
-    time_limit: float = 60.0
+    time_limit: float | None = None  # None: TASOPass's own default (10 s, the search target)
     rules: str | None = None
+    verify_speed: bool = False  # TASOPass keeps a rewrite only if it measures faster end to end
     extra: dict = field(default_factory=dict)
 
 
@@ -197,7 +198,9 @@ def make_taso_pass(target, options: Options):
         from taso_relay import TASOPass  # noqa: PLC0415 - optional until the pass exists
     except Exception as err:  # ImportError, or a half-written package
         raise ConfigUnavailable(f"taso_relay.TASOPass not importable: {type(err).__name__}: {err}")
-    kwargs = {"target": target, "time_limit": options.time_limit}
+    kwargs = {"target": target, "verify_speed": options.verify_speed}
+    if options.time_limit is not None:
+        kwargs["time_limit"] = options.time_limit
     if options.cost is not None:
         kwargs["cost"] = options.cost
     if options.rules is not None:
@@ -213,7 +216,8 @@ def apply_taso(imported: Imported, target, options: Options):
         out = taso(mod)
     elapsed = time.perf_counter() - t0
     info = {"search_time_s": elapsed, "pass_kwargs": {
-        "cost": options.cost, "time_limit": options.time_limit, "rules": options.rules}}
+        "cost": options.cost, "time_limit": options.time_limit, "rules": options.rules,
+        "verify_speed": options.verify_speed}}
     info.update(summarize_taso_report(getattr(taso, "report", None)))
     info["structurally_unchanged"] = bool(tvm_ffi.structural_equal(out, mod))
     return out, info
