@@ -48,6 +48,7 @@ from ..subst.index import index_of, neighbourhood
 from ..subst.match import Match, Matcher, check_context
 from ..subst.rule import Rule
 from .costing import CostFn, LocalCost, SupportsGraphCost, cost_function
+from .first import apply_first, first_phase_rules
 from .report import AppliedRewrite, SearchReport
 
 DEFAULT_ALPHA = 1.05
@@ -347,10 +348,12 @@ def _touched(old: Graph, rw: Rewrite) -> frozenset[int]:
 def backtracking_search(graph: Graph, rules: Iterable[Rule | Matcher] | RuleIndex, cost: SupportsGraphCost | CostFn, *,
                         alpha: float = DEFAULT_ALPHA, budget: int = DEFAULT_BUDGET,
                         time_limit: float = DEFAULT_TIME_LIMIT, incremental: bool = True, batch: bool = True,
-                        hops: int = 1) -> tuple[Graph, SearchReport]:
+                        hops: int = 1, first_phase: bool = True) -> tuple[Graph, SearchReport]:
     """The cheapest equivalent graph found, and a report of how it was found.
 
     rules: rules, compiled matchers, or a RuleIndex (compile once, search many graphs).
+    first_phase: apply the rules marked `"phase": "first"` wherever they match before searching
+    (search/first.py); their rewrites head the report's list.
     """
     if alpha < 1.0:
         raise ValueError(f"alpha must be >= 1.0, got {alpha}")
@@ -362,17 +365,22 @@ def backtracking_search(graph: Graph, rules: Iterable[Rule | Matcher] | RuleInde
     collecting = gc.isenabled()
     gc.disable()  # the search makes many small acyclic objects; cycle collection only slows it
     try:
-        search = _Search(rules, cost, alpha, budget, max(0.0, time_limit - (time.perf_counter() - start)),
+        cost_fn = cost_function(cost)
+        before = cost_fn(graph)
+        first = first_phase_rules(rules.matchers) if first_phase else []
+        searched, first_trail = apply_first(graph, first, cost_fn, start + time_limit)
+        search = _Search(rules, cost_fn, alpha, budget, max(0.0, time_limit - (time.perf_counter() - start)),
                          incremental, batch, hops)
-        search.run(graph)
+        search.run(searched)
         result, trail, after, found_at = search.exact_result()
+        trail = tuple(first_trail) + tuple(trail)
     finally:
         if collecting:
             gc.enable()
     seconds = time.perf_counter() - start
     applied = [AppliedRewrite(m.rule.id, m.rule.text, m.describe(g)) for m, g in trail]
     report = SearchReport(
-        applied=applied, cost_before=search.root.cost, cost_after=after, seconds=seconds,
+        applied=applied, cost_before=before, cost_after=after, seconds=seconds,
         graphs_explored=search.explored, expansions=search.expansions, stopped_by=search.stopped_by,
         candidates=search.candidates, rejected=search.rejected, duplicates=search.duplicates,
         nodes_before=len(graph.nodes), nodes_after=len(result.nodes),
