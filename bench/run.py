@@ -309,6 +309,16 @@ def run_notes(result: dict) -> list[str]:
                       "pure measurement noise (an A/A control)." if aa else "")
             notes.append("TASOPass ran but returned every model unchanged (no rewrites applied); "
                          "its timings measure the same graph as TVM alone." + spread)
+        speed = []
+        for m in result["models"]:
+            for name, fr in (((m.get("configs") or {}).get("taso") or {}).get("report") or {}).items():
+                sp = fr.get("speed") if isinstance(fr, dict) else None
+                if isinstance(sp, dict) and fr.get("rejected_by") == "speed":
+                    speed.append(f"{m['name']} ({sp.get('before_s', 0) * 1e3:.4g} -> "
+                                 f"{sp.get('after_s', 0) * 1e3:.4g} ms)")
+        if speed:
+            notes.append("verify_speed measured the search's rewrites and kept the original where they "
+                         "were not at least min_gain faster: " + ", ".join(speed) + ".")
     bad = [f"{m['name']}/{c}" for m in result["models"]
            for c, e in (m.get("configs") or {}).items()
            if (e.get("numerics_vs_tvm") or {}).get("ok") is False]
