@@ -42,7 +42,7 @@ class ConfigUnavailable(RuntimeError):
 @dataclass
 class Options:
     cost: str | None = None  # None: TASOPass's own default
-    time_limit: float | None = None  # None: TASOPass's own default (10 s, the search target)
+    time_limit: float | None = None  # None: TASOPass's own default (8 s, under the 10 s search target)
     rules: str | None = None
     verify_speed: bool = False  # TASOPass keeps a rewrite only if it measures faster end to end
     extra: dict = field(default_factory=dict)
