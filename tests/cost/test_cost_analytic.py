@@ -85,3 +85,15 @@ def test_peaks_measured_once_and_cached(tmp_path):
 def test_default_peaks_live_in_the_user_cache(_private_cache_dir):
     AnalyticCost()
     assert (_private_cache_dir / "peaks.json").exists()
+
+
+def test_peaks_of_an_older_method_are_measured_again(tmp_path):
+    """Peaks cached by the first method (one timed copy, page faults included) are not trusted."""
+    path = tmp_path / "peaks.json"
+    first = load_peaks(path)
+    data = json.loads(path.read_text())
+    data.pop("method")
+    data.update(gbps=0.428)
+    path.write_text(json.dumps(data))
+    assert load_peaks(path).gbps != 0.428
+    assert first.gbps > 2.0  # a steady copy; the page-faulting first copy measured 0.4-0.9 GB/s here
