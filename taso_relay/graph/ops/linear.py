@@ -54,7 +54,8 @@ def conv2d_infer(types, attrs):
 
 
 def _conv_nchw(x, w, attrs, p=None):
-    """Grouped, strided, dilated conv as a sum over kernel taps (einsum per tap)."""
+    """Grouped, strided, dilated conv: float as im2col + one matmul (BLAS), modular and
+    depthwise as a sum over kernel taps (einsum per tap)."""
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
     g = attrs["groups"]
@@ -66,6 +67,15 @@ def _conv_nchw(x, w, attrs, p=None):
     xg = xp.reshape(n, g, cg, xp.shape[2], xp.shape[3])
     wg = w.reshape(g, o // g, cg, kh, kw)
     acc_dtype = np.int64 if p is not None else (np.float64 if x.dtype == np.float64 else np.float32)
+    if p is None and o // g > 1:  # float: one BLAS matmul over the gathered taps (im2col)
+        cols = np.empty((n, g, cg, kh, kw, ho, wo), dtype=acc_dtype)
+        for i in range(kh):
+            for j in range(kw):
+                cols[:, :, :, i, j] = xg[:, :, :, i * dh: i * dh + sh * (ho - 1) + 1: sh,
+                                         j * dw: j * dw + sw * (wo - 1) + 1: sw]
+        cols = cols.reshape(n, g, cg * kh * kw, ho * wo)
+        out = np.matmul(wg.reshape(1, g, o // g, cg * kh * kw).astype(acc_dtype, copy=False), cols)
+        return out.reshape(n, o, ho, wo)
     out = np.zeros((n, g, o // g, ho, wo), dtype=acc_dtype)
     for i in range(kh):
         for j in range(kw):
