@@ -29,7 +29,10 @@ def tune(mod, target, trials: int, work_dir: Path, max_trials_per_task: int | No
 
     from ..onnx_io.prepare import stderr_silenced
 
+    from ..cost.tuned import drop_foreign_log_handlers
+
     work_dir.mkdir(parents=True, exist_ok=True)
+    drop_foreign_log_handlers()
     pipeline = relax.get_pipeline("static_shape_tuning", total_trials=int(trials), target=target,
                                   work_dir=str(work_dir), max_trials_per_task=max_trials_per_task)
     with common.quiet_output(), (contextlib.nullcontext() if verbose else stderr_silenced()):

@@ -38,6 +38,24 @@ from .measured import MeasuredCost, kernel_module
 from .paths import default_tuning_dir
 
 
+MS_LOGGER = "tvm.s_tir.meta_schedule"
+
+
+def drop_foreign_log_handlers() -> None:
+    """Detach handlers MetaSchedule did not make from its global logger.
+
+    Before each tuning MetaSchedule rebuilds its logging config from the names of that
+    logger's handlers and fails on one it cannot name ('NoneType' object has no
+    attribute 'format'): pytest's log capture attaches such handlers after a first
+    tuning in the process, and a user's handler would do the same. Its own console
+    and file handlers stay.
+    """
+    logger = logging.getLogger(MS_LOGGER)
+    for handler in list(logger.handlers):
+        if not (handler.get_name() or "").startswith(MS_LOGGER):
+            logger.removeHandler(handler)
+
+
 def _make_builder_function():
     """MetaSchedule's default build without its eager `import tvm.s_tir.tensor_intrin`.
 
@@ -138,6 +156,7 @@ class TunedCost(MeasuredCost):
             if fresh and self.trials > 0:
                 if not self.verbose:  # the console handler takes this level; the log files keep everything
                     logging.getLogger("tvm.s_tir.meta_schedule").setLevel(logging.WARNING)
+                drop_foreign_log_handlers()
                 contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
                     fresh, str(self.work_dir), seed=self.ms_seed)
                 if contexts:

@@ -57,3 +57,22 @@ def test_tiny_tuning_run_is_reused_and_applied_to_the_final_build(tmp_path, targ
     prims = [f for f in tuned.functions.values() if isinstance(f, tvm.tirx.PrimFunc)]
     assert prims and all(f.attrs.get("tirx.is_scheduled", False) for f in prims)
     assert first.compile_tuned(mod) is not None
+
+
+def test_foreign_log_handlers_are_detached_before_tuning():
+    """An unnamed handler on MetaSchedule's logger made its next tuning fail in the same process."""
+    import logging
+
+    from taso_relay.cost.tuned import MS_LOGGER, drop_foreign_log_handlers
+
+    logger = logging.getLogger(MS_LOGGER)
+    own, foreign = logging.NullHandler(), logging.NullHandler()
+    own.set_name(MS_LOGGER + ".console")
+    logger.addHandler(own)
+    logger.addHandler(foreign)
+    try:
+        drop_foreign_log_handlers()
+        assert own in logger.handlers and foreign not in logger.handlers
+    finally:
+        logger.removeHandler(own)
+        logger.removeHandler(foreign)
