@@ -216,8 +216,8 @@ def apply_taso(imported: Imported, target, options: Options):
         out = taso(mod)
     elapsed = time.perf_counter() - t0
     info = {"search_time_s": elapsed, "pass_kwargs": {
-        "cost": options.cost, "time_limit": options.time_limit, "rules": options.rules,
-        "verify_speed": options.verify_speed}}
+        "cost": options.cost, "time_limit": getattr(taso, "time_limit", options.time_limit),
+        "rules": options.rules, "verify_speed": options.verify_speed}}
     info.update(summarize_taso_report(getattr(taso, "report", None)))
     info["structurally_unchanged"] = bool(tvm_ffi.structural_equal(out, mod))
     return out, info

@@ -79,7 +79,7 @@ class _Emitter:
         self.tuples: dict[int, Any] = {}  # node -> variable of its tuple result
         # items other nodes read are bound right after their tuple; items only returned, when needed
         self.used = {(r.node, r.index) for n in graph.nodes for r in n.inputs}
-        self.weight_only = _weight_only(graph)
+        self.weight_only = _weight_only(graph, set(feeds))
 
     def run(self) -> None:
         for i, node in enumerate(self.graph.nodes):
@@ -185,11 +185,13 @@ def _is_tuple(call) -> bool:
     return isinstance(call.ty, relax.TupleType)
 
 
-def _weight_only(graph: Graph) -> list[bool]:
-    """Per node: computed from weights and constants alone (FoldConstant computes it)."""
+def _weight_only(graph: Graph, params=frozenset()) -> list[bool]:
+    """Per node: computed from weights and constants alone (FoldConstant computes it).
+
+    A weight passed as a function parameter (`params`, by name) is not a constant."""
     const: list[bool] = []
     for n in graph.nodes:
-        const.append(n.op in ("weight", "constant") or (
+        const.append((n.op == "constant" or (n.op == "weight" and n.attr_dict["name"] not in params)) or (
             n.op not in ("input", "opaque") and bool(n.inputs) and all(const[r.node] for r in n.inputs)))
     return const
 

@@ -123,6 +123,8 @@ _SAME_SHAPE = re.compile(r"\s*shape\((\w+)\)\s*==\s*shape\((\w+)\)\s*")
 def _shift_constraint(text: str, batched: set[str], k: int) -> list[str]:
     """rank(x) == 2 becomes 2 + k and dim(x, i) becomes dim(x, i + k) for batched x."""
     same = _SAME_SHAPE.fullmatch(text)
+    if same and same.group(1) in batched and same.group(2) in batched:
+        return [text]  # equal shapes stay equal with the same batch in front
     if same and (same.group(1) in batched) != (same.group(2) in batched):
         a, b = same.groups()
         if b in batched:

@@ -118,3 +118,19 @@ def test_shipped_rules_lift_and_stay_right_on_random_shapes():
 def test_batch_dims_must_be_positive(bad):
     with pytest.raises(ValueError):
         lift_rule(MERGE, bad)
+
+
+def test_equal_shapes_of_two_batched_activations_stay_a_constraint():
+    rule = _rule(
+        "t-dist", [("x1", "any"), ("x2", "any"), ("w1", "weight")],
+        [{"id": "n1", "op": "add", "inputs": ["x1", "x2"], "attrs": {}},
+         {"id": "n2", "op": "matmul", "inputs": ["n1", "w1"], "attrs": {}}],
+        [{"id": "m1", "op": "matmul", "inputs": ["x1", "w1"], "attrs": {}},
+         {"id": "m2", "op": "matmul", "inputs": ["x2", "w1"], "attrs": {}},
+         {"id": "m3", "op": "add", "inputs": ["m1", "m2"], "attrs": {}}],
+        [["n2", "m3"]], ["rank(x1) == 2", "rank(x2) == 2", "rank(w1) == 2", "shape(x1) == shape(x2)"],
+        {"x1": [2, 4], "x2": [2, 4], "w1": [4, 4]})
+    lifted = lift_rule(rule, 1)
+    assert lifted is not None and "shape(x1) == shape(x2)" in lifted.constraints
+    check = search_counterexample(lifted, trials=20)
+    assert check.counterexample is None and check.example_ok

@@ -33,3 +33,11 @@ def test_unmeasured_check_says_why():
     check = SpeedCheck(note="function has symbolic shapes")
     assert not check.measured and check.speedup is None
     assert "not measured (function has symbolic shapes)" in check.to_text()
+
+
+def test_overlapping_rounds_do_not_count_as_faster():
+    from taso_relay.guard.speed import faster
+
+    # the committed ResNet-50 rounds: medians 1% apart would pass, but the rounds overlap
+    assert not faster([3.327, 3.300, 3.254], [3.20, 3.26, 3.19], 0.01)
+    assert faster([3.327, 3.300, 3.254], [3.20, 3.21, 3.19], 0.01)
