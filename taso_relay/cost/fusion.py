@@ -263,14 +263,8 @@ def _path_ok(fw: _Forward, groups: _Groups, src: int, sink: int, cond) -> bool:
 
 def _commit(fw: _Forward, groups: _Groups, src: int, sink: int) -> None:
     target = groups.root(sink)
-    seen, stack = set(), [src]
-    while stack:
-        v = stack.pop()
-        if v == sink or v in seen:
-            continue
-        seen.add(v)
+    for v in _path_nodes(fw, src, sink):
         groups.merge(v, target)
-        stack.extend(c for c, _ in fw.outputs[v])
 
 
 def _path_nodes(fw: _Forward, src: int, sink: int) -> set[int]:

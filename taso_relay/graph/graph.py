@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from .ops import get_op
 from .types import GraphError, ShapeError, TensorType
@@ -187,10 +187,8 @@ def compact(nodes: Sequence[Node], outputs: Sequence[Ref], values=None, payloads
             continue
         live.add(i)
         stack.extend(r.node for r in nodes[i].inputs)
-    order: list[int] = []
-    state: dict[int, int] = {}
-    for root in sorted(live):
-        _visit(root, nodes, state, order)
+    order = post_order(sorted(live), lambda i: nodes[i].inputs,
+                       lambda i: GraphError(f"cycle through node {i} ({nodes[i].op})"))
     new_index = {old: new for new, old in enumerate(order)}
     new_nodes = []
     for old in order:
@@ -200,26 +198,33 @@ def compact(nodes: Sequence[Node], outputs: Sequence[Ref], values=None, payloads
     return Graph(tuple(new_nodes), new_outputs, dict(values or {}), dict(payloads or {}))
 
 
-def _visit(root: int, nodes: list[Node], state: dict[int, int], order: list[int]) -> None:
-    """Iterative DFS post-order; state 1 = on stack, 2 = done. Raises on cycles."""
-    stack = [(root, False)]
-    while stack:
-        i, expanded = stack.pop()
-        if expanded:
-            state[i] = 2
-            order.append(i)
+def post_order(roots: Iterable[int], operands: Callable[[int], Sequence[Ref]],
+               on_cycle: Callable[[int], Exception]) -> list[int]:
+    """Iterative depth-first post-order from `roots` (in their order, so an existing order is
+    mostly kept); raises on_cycle(node) when a node depends on itself."""
+    state: dict[int, int] = {}  # 1: on the stack, 2: placed
+    order: list[int] = []
+    for root in roots:
+        if root in state:
             continue
-        if state.get(i) == 2:
-            continue
-        if state.get(i) == 1:
-            raise GraphError(f"cycle through node {i} ({nodes[i].op})")
-        state[i] = 1
-        stack.append((i, True))
-        for r in reversed(nodes[i].inputs):
-            if state.get(r.node) == 1:
-                raise GraphError(f"cycle through node {r.node} ({nodes[r.node].op})")
-            if state.get(r.node) != 2:
-                stack.append((r.node, False))
+        stack = [(root, False)]
+        while stack:
+            i, expanded = stack.pop()
+            if expanded:
+                state[i] = 2
+                order.append(i)
+                continue
+            if state.get(i) == 2:
+                continue
+            state[i] = 1
+            stack.append((i, True))
+            for r in reversed(operands(i)):
+                s = state.get(r.node)
+                if s == 1:
+                    raise on_cycle(r.node)
+                if s is None:
+                    stack.append((r.node, False))
+    return order
 
 
 class GraphBuilder:

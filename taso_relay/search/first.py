@@ -8,7 +8,7 @@ past a pool, two convs merged) can leave a batch norm no longer next to its
 conv. TVM runs FoldBatchnormToConv2D before anything else for the same reason.
 
 A rule opts in with `"phase": "first"` in its provenance (rules/handwritten_norm.json).
-Each application must not raise the cost, so the search's guarantee holds.
+No step (a sweep, or one rewrite) may raise the cost, so the search's guarantee holds.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import time
 from typing import Iterable
 
 from ..graph import Graph
-from ..subst.apply import RewriteRejected, apply
+from ..subst.apply import RewriteRejected, apply, apply_many
 from ..subst.match import Match, Matcher, check_context
 from ..subst.rule import Rule
 from .costing import CostFn
@@ -35,33 +35,54 @@ def first_phase_rules(rules: Iterable[Rule | Matcher]) -> list[Matcher]:
 
 def apply_first(graph: Graph, matchers: list[Matcher], cost_fn: CostFn, deadline: float,
                 limit: int = 10_000) -> tuple[Graph, list[tuple[Match, Graph]]]:
-    """`graph` with every first-phase rewrite applied that does not raise the cost; the trail."""
+    """`graph` with every first-phase rewrite applied that does not raise the cost; the trail.
+
+    Each sweep applies all disjoint matches at once (one rewrite, one costing: a model folds
+    its batch norms in a sweep or two); a sweep that cannot go through whole, or would cost
+    more, falls back to one match at a time.
+    """
     trail: list[tuple[Match, Graph]] = []
     if not matchers:
         return graph, trail
     cost = cost_fn(graph)
     refused: set = set()  # (rule id, matched nodes' hashes): tried here, would cost more
-    progress = True
-    while progress and len(trail) < limit and time.perf_counter() < deadline:
-        progress = False
+    while len(trail) < limit and time.perf_counter() < deadline:
         hashes = graph.node_hashes
+        candidates, used = [], set()
         for matcher in matchers:
             for match in matcher.find(graph):
                 key = (match.rule.id, tuple(sorted(hashes[i] for i in match.nodes)))
-                if key in refused or check_context(match, graph) is not None:
+                if key in refused or used & set(match.nodes) or check_context(match, graph) is not None:
                     continue
-                try:
-                    rewritten = apply(graph, match).graph
-                except RewriteRejected:
-                    refused.add(key)
-                    continue
+                candidates.append((key, match))
+                used.update(match.nodes)
+        if not candidates:
+            break
+        if len(candidates) > 1:
+            try:
+                rewritten = apply_many(graph, [m for _k, m in candidates]).graph
+            except RewriteRejected:
+                rewritten = None
+            if rewritten is not None:
                 new_cost = cost_fn(rewritten)
-                if new_cost > cost * (1 + REL_TOL):
-                    refused.add(key)
+                if new_cost <= cost * (1 + REL_TOL):
+                    trail.extend((m, graph) for _k, m in candidates)
+                    graph, cost = rewritten, new_cost
                     continue
-                trail.append((match, graph))
-                graph, cost, progress = rewritten, new_cost, True
-                break  # the other matches refer to the old graph
-            if progress:
-                break
+        progress = False
+        for key, match in candidates:  # one at a time: the first that goes through, then sweep again
+            try:
+                rewritten = apply(graph, match).graph
+            except RewriteRejected:
+                refused.add(key)
+                continue
+            new_cost = cost_fn(rewritten)
+            if new_cost > cost * (1 + REL_TOL):
+                refused.add(key)
+                continue
+            trail.append((match, graph))
+            graph, cost, progress = rewritten, new_cost, True
+            break
+        if not progress:
+            break
     return graph, trail

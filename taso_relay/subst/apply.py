@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..graph import Graph, Node, Ref
-from ..graph.graph import _digest
+from ..graph.graph import _digest, post_order
 from ..graph.types import GraphError
 from .index import GraphIndex, index_of, seed_index
 from .match import Match, check_context
@@ -235,31 +235,9 @@ def _dead_after(graph: Graph, users, matches, target_ops) -> set[int]:
 
 
 def _toposort(ids: list[int], ops_of, match: Match) -> list[int]:
-    """Depth-first post-order from the old order (so it is mostly kept); raises on a cycle."""
-    state: dict[int, int] = {}  # 1: on the stack, 2: placed
-    order: list[int] = []
-    for root in ids:
-        if root in state:
-            continue
-        stack = [(root, False)]
-        while stack:
-            gid, expanded = stack.pop()
-            if expanded:
-                state[gid] = 2
-                order.append(gid)
-                continue
-            if state.get(gid) == 2:
-                continue
-            state[gid] = 1
-            stack.append((gid, True))
-            for r in reversed(ops_of(gid)):
-                s = state.get(r.node)
-                if s == 1:
-                    raise RewriteRejected(f"applying rule {match.rule.id} would create a cycle: an operand of "
-                                          f"the match depends on one of its outputs")
-                if s is None:
-                    stack.append((r.node, False))
-    return order
+    """Depth-first post-order from the old order (so it is mostly kept); rejects a cycle."""
+    return post_order(ids, ops_of, lambda _node: RewriteRejected(
+        f"applying rule {match.rule.id} would create a cycle: an operand of the match depends on one of its outputs"))
 
 
 def _seed_hashes(old: Graph, new: Graph, order: list[int], operands, n: int) -> None:

@@ -134,3 +134,12 @@ def test_equal_shapes_of_two_batched_activations_stay_a_constraint():
     assert lifted is not None and "shape(x1) == shape(x2)" in lifted.constraints
     check = search_counterexample(lifted, trials=20)
     assert check.counterexample is None and check.example_ok
+
+
+def test_lift_command_on_a_missing_file_is_bad_input(tmp_path, capsys):
+    from taso_relay.cli import main
+
+    out = tmp_path / "lifted.json"
+    assert main(["rules", "lift", str(tmp_path / "missing.json"), "--out", str(out)]) == 2
+    assert "error:" in capsys.readouterr().err and not out.exists()
+    assert main(["rules", "lift", str(tmp_path / "missing.json"), "--out", str(out), "--batch-dims", "0"]) == 2
