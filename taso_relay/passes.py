@@ -41,7 +41,10 @@ class FunctionReport:
     status: str = "unchanged"  # optimized | unchanged | rejected | skipped
     rejected_by: str = ""  # "numeric" (results differ) or "speed" (not measured faster), when rejected
     check: str = ""  # how the results were compared (region or whole function) and what was found
-    speed: object = None  # guard.speed.SpeedCheck with verify_speed: measured times and verdict
+    speed: object = None  # guard.speed.SpeedCheck with verify_speed: the deciding (last) measurement
+    speed_tried: list = field(default_factory=list)  # every SpeedCheck made, one per candidate tried
+    kept: str = ""  # which candidate the function now holds: "search" or "first phase" (its rewrites only)
+    refused: list = field(default_factory=list)  # (candidate, by, why) for each candidate refused
     ops_before: dict = field(default_factory=dict)
     ops_after: dict = field(default_factory=dict)
     opaque: int = 0
@@ -85,8 +88,8 @@ class FunctionReport:
             line += "\n  " + self.search.to_text().replace("\n", "\n  ")
         if self.check:
             line += f"\n  numeric check: {self.check}"
-        if self.speed is not None:
-            line += f"\n  {self.speed.to_text()}"
+        for check in self.speed_tried or ([self.speed] if self.speed is not None else []):
+            line += f"\n  {check.to_text()}"
         return line + "".join(f"\n  warning: {w}" for w in self.warnings)
 
 
@@ -116,6 +119,7 @@ class TASOOptimizer:
         self.speed_budget = speed_budget
         self.report: dict[str, FunctionReport] = {}
         self._cost_model = None
+        self._compiled = {}  # verify_speed: executables by module hash, so the original is built once
 
     # ---- the search ------------------------------------------------------------
     def optimize_graph(self, graph: Graph, report: FunctionReport | None = None) -> Graph:
@@ -177,18 +181,49 @@ class TASOOptimizer:
         report.graph_after = best
         if best.hash == graph.hash:
             return func  # nothing to check or emit: the very function given
-        if self.check and not self._same_results(graph, best, imported, mod, report):
-            return self._reject(report, func, "numeric", "computes different results")
-        rewritten = function_from_graph(best, report.name, imported.signature)
+        refused = None
+        for label, candidate in self._candidates(graph, best, report):
+            rewritten, refused = self._vet(func, mod, graph, candidate, imported, report, label)
+            if refused is None:
+                if label == "first phase":
+                    later = sorted({a.rule_id for a in report.search.applied[report.search.first_phase:]})
+                    report.search.keep_first_phase()
+                    report.warnings.append(f"taso_relay: the search's result for '{report.name}' "
+                                           f"{report.refused[0][2]} (rules: {', '.join(later)}); kept the first "
+                                           f"phase's {len(report.search.applied)} rewrites")
+                report.status, report.kept, report.graph_after = "optimized", label, candidate
+                report.ops_after = candidate.op_counts()
+                return rewritten
+            report.refused.append((label, *refused))
+        return self._reject(report, func, *refused)
+
+    def _candidates(self, graph: Graph, best: Graph, report: FunctionReport) -> list[tuple[str, Graph]]:
+        """What to try, in order: the search's result, then the first phase's alone (batch-norm folds),
+        which is what TVM's own rule passes would give, when it differs and is predicted cheaper."""
+        out = [("search", best)]
+        search = report.search
+        first = getattr(search, "first_graph", None)
+        if (first is not None and first.hash not in (graph.hash, best.hash)
+                and search.cost_first <= search.cost_before * (1.0 - self.min_gain)):
+            out.append(("first phase", first))
+        return out
+
+    def _vet(self, func, mod, graph: Graph, candidate: Graph, imported: Imported, report: FunctionReport,
+             label: str):
+        """(the rewritten function, None) if `candidate` passes the checks, else (None, (by, why))."""
+        if self.check and not self._same_results(graph, candidate, imported, mod, report):
+            return None, ("numeric", "computes different results")
+        rewritten = function_from_graph(candidate, report.name, imported.signature, fold_weights=True)
         if self.verify_speed:
-            report.speed = self._speed_check(func, rewritten, mod, report)
-            if report.speed.same_outputs is False:
-                return self._reject(report, func, "numeric", "computes different results when compiled")
-            if not report.speed.kept:
-                return self._reject(report, func, "speed", "is not measured faster")
-        report.status = "optimized"
-        report.ops_after = best.op_counts()
-        return rewritten
+            check = self._speed_check(func, rewritten, mod, report)
+            check.candidate = label
+            report.speed = check
+            report.speed_tried.append(check)
+            if check.same_outputs is False:
+                return None, ("numeric", "computes different results when compiled")
+            if not check.kept:
+                return None, ("speed", "is not measured faster")
+        return rewritten, None
 
     def _reject(self, report: FunctionReport, func, by: str, why: str):
         """Keep the original function; the warning names the rules the search applied."""
@@ -262,7 +297,8 @@ class TASOOptimizer:
         changed = original.clone()
         changed[name] = rewritten
         return measure(original, changed, name, self.target or execute.default_target(), lowering=lowering,
-                       database=database, budget_s=self.speed_budget, seed=self.seed, close=_close)
+                       database=database, budget_s=self.speed_budget, seed=self.seed, close=_close,
+                       compiled=self._compiled)
 
 
 @functools.lru_cache(maxsize=8)

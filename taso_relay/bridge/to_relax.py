@@ -16,19 +16,24 @@ import tvm
 from tvm import relax
 
 from ..graph import Graph, Ref
+from ..graph.interpreter import fold_weights as fold_constants
 from . import ops_table
 from .records import (CallRecord, ExportRef, Signature, group_args, is_tensor_leaf, recall, recall_opaque,
                       template_key)
 
 
 def function_from_graph(graph: Graph, name: str = "main", signature: Signature | None = None, *,
-                        weights_as_params: bool = False) -> relax.Function:
+                        weights_as_params: bool = False, fold_weights: bool = False) -> relax.Function:
     """A relax.Function computing `graph`.
 
     signature: from `graph_from_function`; reuses the original parameters and result shape.
     weights_as_params: make every weight a parameter (after the inputs) instead of a constant,
     e.g. so that a measured kernel does not get its weights folded away; weights without a
     value are always parameters.
+    fold_weights: emit what is computed from weights alone (a batch norm folded into a conv's
+    kernel and bias) as constants computed here, not as calls for FoldConstant, which
+    builds a TVM kernel for each (minutes on a large model). Not for round-trips: an
+    untouched graph then no longer gives back a structurally equal function.
     """
     bb = relax.BlockBuilder()
     if signature is not None:
@@ -40,7 +45,7 @@ def function_from_graph(graph: Graph, name: str = "main", signature: Signature |
         attrs, private = {}, False
     with bb.function(name, params, attrs=attrs, pure=signature.is_pure if signature else True, private=private):
         with bb.dataflow():
-            emitter = _Emitter(bb, graph, feeds, signature)
+            emitter = _Emitter(bb, graph, feeds, signature, fold_weights)
             emitter.run()
             result = emitter.result()
         gvar = bb.emit_func_output(result)
@@ -48,9 +53,11 @@ def function_from_graph(graph: Graph, name: str = "main", signature: Signature |
 
 
 def module_from_graph(graph: Graph, name: str = "main", signature: Signature | None = None, *,
-                      weights_as_params: bool = False, mod: tvm.IRModule | None = None) -> tvm.IRModule:
+                      weights_as_params: bool = False, mod: tvm.IRModule | None = None,
+                      fold_weights: bool = False) -> tvm.IRModule:
     """An IRModule whose function `name` computes `graph` (other functions copied from `mod`)."""
-    func = function_from_graph(graph, name, signature, weights_as_params=weights_as_params)
+    func = function_from_graph(graph, name, signature, weights_as_params=weights_as_params,
+                               fold_weights=fold_weights)
     out = tvm.IRModule({}) if mod is None else mod.clone()
     out[name] = func
     return out
@@ -72,7 +79,7 @@ def _fresh_params(graph: Graph, weights_as_params: bool):
 class _Emitter:
     """Emits the nodes of a graph in order inside an open dataflow block."""
 
-    def __init__(self, bb, graph: Graph, feeds: dict, signature: Signature | None):
+    def __init__(self, bb, graph: Graph, feeds: dict, signature: Signature | None, fold_weights: bool = False):
         self.bb, self.graph, self.feeds, self.sig = bb, graph, feeds, signature
         self.values: list[list[Any]] = []  # per node, per output: the Relax leaf holding it
         self.bound: dict[int, Any] = {}  # export index -> its variable
@@ -80,6 +87,7 @@ class _Emitter:
         # items other nodes read are bound right after their tuple; items only returned, when needed
         self.used = {(r.node, r.index) for n in graph.nodes for r in n.inputs}
         self.weight_only = _weight_only(graph, set(feeds))
+        self.folded = fold_constants(graph, set(feeds)) if fold_weights else {}
 
     def run(self) -> None:
         for i, node in enumerate(self.graph.nodes):
@@ -99,6 +107,8 @@ class _Emitter:
             raise ops_table.Unsupported(f"no value for {node.op} '{name}'")
         if node.op == "constant":
             return [ops_table.constant_expr(a)]
+        if i in self.folded:
+            return [relax.const(v, t.dtype) for v, t in zip(self.folded[i], node.types)]
         args = [self.values[r.node][r.index] for r in node.inputs]
         if node.op == "opaque":
             record: CallRecord = self.graph.payloads[a["ref"]]

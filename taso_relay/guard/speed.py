@@ -8,12 +8,15 @@ shared machine then hits both alike. The verdict compares medians.
 """
 from __future__ import annotations
 
+import logging
 import math
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+
+logger = logging.getLogger("taso_relay.guard.speed")
 
 
 @dataclass
@@ -30,6 +33,7 @@ class SpeedCheck:
     compile_s: float = 0.0
     measure_s: float = 0.0
     kept: bool = True  # the rewritten function was kept
+    candidate: str = "search"  # which rewrite was measured: the search's result or the first phase's alone
     same_outputs: bool | None = None  # the two compiled functions' outputs agree (None: not compared)
     note: str = ""  # why it was not measured
 
@@ -49,6 +53,8 @@ class SpeedCheck:
 
     def to_text(self) -> str:
         verdict = "kept the rewrite" if self.kept else "kept the original"
+        if self.candidate != "search":
+            verdict = f"{self.candidate}: {verdict}"
         if not self.measured:
             return f"speed check ({self.lowering} lowering): not measured ({self.note}); {verdict}"
         text = (f"speed check ({self.lowering} lowering): original {self.before_s * 1e3:.3f} ms, "
@@ -58,35 +64,44 @@ class SpeedCheck:
 
 
 def faster(before_rounds, after_rounds, min_gain: float) -> bool:
-    """Whether the rewrite is shown at least `min_gain` faster: median against median, and every
-    round of the rewrite faster than every round of the original, so that round-to-round noise
-    (a few rounds of a shared machine overlap by several percent) never decides for a rewrite."""
+    """Whether the rewrite is shown at least `min_gain` faster: median against median, and, with
+    the slowest fifth of the rewrite's rounds and the fastest fifth of the original's set aside,
+    every remaining round of the rewrite faster than every remaining round of the original.
+
+    With 3 rounds nothing is set aside (every round against every round): round-to-round noise
+    of a shared machine never decides for a rewrite. With 25, one or two disturbed rounds do not
+    decide against it.
+    """
     if not before_rounds or not after_rounds:
         return False
+    slowest_after = sorted(after_rounds)[len(after_rounds) - 1 - len(after_rounds) // 5]
+    fastest_before = sorted(before_rounds)[len(before_rounds) // 5]
     return (statistics.median(after_rounds) <= statistics.median(before_rounds) * (1.0 - min_gain)
-            and max(after_rounds) <= min(before_rounds))
+            and slowest_after <= fastest_before)
 
 
 def measure(original, rewritten, func: str, target, *, lowering: str = "default", database=None,
             budget_s: float = 10.0, min_rounds: int = 3, max_rounds: int = 25, round_s: float = 0.05,
-            seed: int = 0, close=None) -> SpeedCheck:
+            seed: int = 0, close=None, compiled: dict | None = None) -> SpeedCheck:
     """Compile both modules, check their outputs agree (with `close`), time `func` interleaved.
 
     The outputs are compared after compilation as well: a second numeric check, of what TVM
     built, which the graph-level check cannot see (e.g. how the bridge emitted the rewrite).
 
     budget_s bounds the timing rounds (not the compilation); at least min_rounds run whatever it says.
+    compiled: a dict kept by the caller across calls: executables by module hash (the original,
+    measured against several candidates, is built once).
     """
     import tvm
     from tvm import relax
 
     from ..bridge.execute import device_of, flatten, random_inputs
-    from ..cost.lowering import as_target, compile_module
+    from ..cost.lowering import as_target
 
     target = as_target(target)
     check = SpeedCheck(lowering=lowering)
     start = time.perf_counter()
-    executables = [compile_module(m, target, database, lowering) for m in (original, rewritten)]
+    executables = [_compile(m, target, database, lowering, compiled) for m in (original, rewritten)]
     check.compile_s = time.perf_counter() - start
     device = device_of(target)
     params = original[func].params
@@ -114,6 +129,25 @@ def measure(original, rewritten, func: str, target, *, lowering: str = "default"
     check.before_rounds, check.after_rounds = times
     check.before_s, check.after_s = statistics.median(times[0]), statistics.median(times[1])
     return check
+
+
+COMPILED_KEPT = 4  # executables a cache holds (whole models: not many)
+
+
+def _compile(mod, target, database, lowering: str, compiled: dict | None):
+    from ..cost.lowering import compile_module
+
+    if compiled is None:
+        return compile_module(mod, target, database, lowering)
+    from tvm_ffi import structural_hash
+
+    key = (structural_hash(mod), str(target), lowering, id(database))
+    if key not in compiled:
+        while len(compiled) >= COMPILED_KEPT:
+            compiled.pop(next(iter(compiled)))
+        logger.info("verify_speed: compiling a module with the %s lowering", lowering)
+        compiled[key] = compile_module(mod, target, database, lowering)
+    return compiled[key]
 
 
 class _Timer:

@@ -369,6 +369,7 @@ def backtracking_search(graph: Graph, rules: Iterable[Rule | Matcher] | RuleInde
         before = cost_fn(graph)
         first = first_phase_rules(rules.matchers) if first_phase else []
         searched, first_trail = apply_first(graph, first, cost_fn, start + time_limit)
+        cost_first = cost_fn(searched) if first_trail else before
         search = _Search(rules, cost_fn, alpha, budget, max(0.0, time_limit - (time.perf_counter() - start)),
                          incremental, batch, hops)
         search.run(searched)
@@ -387,6 +388,7 @@ def backtracking_search(graph: Graph, rules: Iterable[Rule | Matcher] | RuleInde
         best_found_after=max(0.0, found_at - start) if trail else 0.0,
         settings={"alpha": alpha, "budget": budget, "time_limit": time_limit, "rules": len(rules.matchers),
                   "incremental": incremental, "batch": search.batch},
+        first_phase=len(first_trail), cost_first=cost_first, first_graph=searched if first_trail else None,
     )
     return result, report
 

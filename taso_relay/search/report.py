@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,10 @@ class SearchReport:
     nodes_after: int = 0
     best_found_after: float = 0.0  # seconds into the search when the returned graph was first reached
     settings: dict = field(default_factory=dict)  # alpha, budget, time_limit, rules, incremental
+    first_phase: int = 0  # how many of `applied` (at its head) the first phase made (search/first.py)
+    cost_first: float | None = None  # the cost after the first phase, before the backtracking search
+    # the graph after the first phase: the pass falls back to it when the search's result is refused
+    first_graph: object = field(default=None, repr=False, compare=False)
 
     @property
     def improvement(self) -> float:
@@ -35,7 +39,9 @@ class SearchReport:
         return self.cost_before / self.cost_after if self.cost_after > 0 else 1.0
 
     def to_dict(self) -> dict:
-        data = asdict(self)
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("first_graph", "applied")}
+        data["applied"] = [asdict(a) for a in self.applied]
+        data["settings"] = dict(self.settings)
         data["improvement"] = self.improvement
         return data
 
@@ -46,8 +52,17 @@ class SearchReport:
     def from_dict(cls, data: dict) -> "SearchReport":
         data = dict(data)
         data.pop("improvement", None)
+        data.pop("first_graph", None)
         data["applied"] = [AppliedRewrite(**a) for a in data.get("applied", [])]
         return cls(**data)
+
+    def keep_first_phase(self) -> None:
+        """Narrow the report to the first phase's rewrites: what the pass kept when it refused the rest."""
+        if self.first_graph is None:
+            raise ValueError("no first-phase graph to keep")
+        self.applied = self.applied[:self.first_phase]
+        self.cost_after = self.cost_first if self.cost_first is not None else self.cost_after
+        self.nodes_after = len(self.first_graph.nodes)
 
     def to_text(self) -> str:
         gain = (1 - self.cost_after / self.cost_before) * 100 if self.cost_before else 0.0
