@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from ..graph import Graph
+from ..graph.cse import merge_common_subexpressions
 from ..subst.apply import Rewrite, RewriteRejected, apply, apply_many, creates_cycle
 from ..subst.incremental import MatchSet, RuleIndex
 from ..subst.index import index_of, neighbourhood
@@ -352,8 +353,9 @@ def backtracking_search(graph: Graph, rules: Iterable[Rule | Matcher] | RuleInde
     """The cheapest equivalent graph found, and a report of how it was found.
 
     rules: rules, compiled matchers, or a RuleIndex (compile once, search many graphs).
-    first_phase: apply the rules marked `"phase": "first"` wherever they match before searching
-    (search/first.py); their rewrites head the report's list.
+    first_phase: merge common subexpressions (graph/cse.py) and apply the rules marked
+    `"phase": "first"` wherever they match before searching (search/first.py); their rewrites
+    head the report's list.
     """
     if alpha < 1.0:
         raise ValueError(f"alpha must be >= 1.0, got {alpha}")
@@ -367,9 +369,12 @@ def backtracking_search(graph: Graph, rules: Iterable[Rule | Matcher] | RuleInde
     try:
         cost_fn = cost_function(cost)
         before = cost_fn(graph)
+        searched, merged = merge_common_subexpressions(graph) if first_phase else (graph, 0)
+        if merged and cost_fn(searched) > before * (1 + REL_TOL):
+            searched, merged = graph, 0
         first = first_phase_rules(rules.matchers) if first_phase else []
-        searched, first_trail = apply_first(graph, first, cost_fn, start + time_limit)
-        cost_first = cost_fn(searched) if first_trail else before
+        searched, first_trail = apply_first(searched, first, cost_fn, start + time_limit)
+        cost_first = cost_fn(searched) if first_trail or merged else before
         search = _Search(rules, cost_fn, alpha, budget, max(0.0, time_limit - (time.perf_counter() - start)),
                          incremental, batch, hops)
         search.run(searched)
@@ -388,7 +393,8 @@ def backtracking_search(graph: Graph, rules: Iterable[Rule | Matcher] | RuleInde
         best_found_after=max(0.0, found_at - start) if trail else 0.0,
         settings={"alpha": alpha, "budget": budget, "time_limit": time_limit, "rules": len(rules.matchers),
                   "incremental": incremental, "batch": search.batch},
-        first_phase=len(first_trail), cost_first=cost_first, first_graph=searched if first_trail else None,
+        first_phase=len(first_trail), cost_first=cost_first, merged=merged,
+        first_graph=searched if first_trail or merged else None,
     )
     return result, report
 

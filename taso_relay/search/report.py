@@ -30,6 +30,7 @@ class SearchReport:
     settings: dict = field(default_factory=dict)  # alpha, budget, time_limit, rules, incremental
     first_phase: int = 0  # how many of `applied` (at its head) the first phase made (search/first.py)
     cost_first: float | None = None  # the cost after the first phase, before the backtracking search
+    merged: int = 0  # duplicate nodes merged before the first phase (graph/cse.py)
     # the graph after the first phase: the pass falls back to it when the search's result is refused
     first_graph: object = field(default=None, repr=False, compare=False)
 
@@ -73,6 +74,8 @@ class SearchReport:
             f"{self.candidates} candidates queued ({self.duplicates} duplicates, {self.rejected} rejected); "
             f"best found after {self.best_found_after:.2f} s; stopped: {self.stopped_by}",
         ]
+        if self.merged:
+            lines.append(f"  {self.merged} duplicate nodes merged (common subexpressions)")
         if self.settings:
             lines.append("  settings: " + ", ".join(f"{k}={v}" for k, v in self.settings.items()))
         if not self.applied:
