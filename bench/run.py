@@ -227,7 +227,7 @@ def main(argv=None) -> int:
                             else models.available_models())
     options = configs.Options(
         cost=args.taso_cost, rules=args.taso_rules, verify_speed=args.taso_verify_speed,
-        time_limit=args.taso_time_limit)
+        time_limit=args.taso_time_limit, lowering="tuning" if args.tune_trials else "default")
 
     date = args.date or dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
     mode = report.mode_name(args.quick, args.tune_trials)

@@ -104,11 +104,18 @@ class TASOOptimizer:
     verify_speed: compile the original and the rewritten module with the cost model's lowering,
       time both on the target (interleaved rounds, medians) and keep the rewrite only if faster.
     speed_budget: seconds of timing rounds per function for verify_speed (compilation not included).
+    lowering: how the model will be built, for a cost model given by name: "default" (the target's
+      default pipeline) or "tuning" (MetaSchedule's static_shape_tuning pipeline, which fuses batch
+      norms into convs itself); the kernels are priced as that pipeline forms them.
     """
 
     def __init__(self, target=None, cost=None, time_limit: float = DEFAULT_TIME_LIMIT, rules=None, check: bool = True,
-                 seed: int = 0, min_gain: float = 0.01, verify_speed: bool = False, speed_budget: float = 10.0):
+                 seed: int = 0, min_gain: float = 0.01, verify_speed: bool = False, speed_budget: float = 10.0,
+                 lowering: str = "default"):
+        from .cost.lowering import check_lowering
+
         self.target = target
+        self.lowering = check_lowering(lowering)
         self.cost = cost
         self.time_limit = time_limit
         self.rules = rules
@@ -138,7 +145,7 @@ class TASOOptimizer:
     def cost_model(self):
         """The cost model in use, resolved once per pass object (the speed check needs its lowering)."""
         if self._cost_model is None:
-            self._cost_model = resolve_cost(self.cost, self.target)
+            self._cost_model = resolve_cost(self.cost, self.target, self.lowering)
         return self._cost_model
 
     # ---- pass body --------------------------------------------------------------
@@ -316,14 +323,16 @@ def resolve_rules(rules) -> RuleIndex:
     return RuleIndex(list(rules))
 
 
-def resolve_cost(cost, target=None):
-    """None or "analytic": FLOPs/bytes roofline; "measured"/"tuned": TVM on `target`; or a CostModel."""
+def resolve_cost(cost, target=None, lowering: str = "default"):
+    """None or "analytic": FLOPs/bytes roofline; "measured"/"tuned": TVM on `target`; or a CostModel.
+
+    lowering: the pipeline the kernels are formed by, for the first two ("tuned" always tunes)."""
     from . import cost as costs
 
     if cost is None or cost == "analytic":
-        return costs.AnalyticCost()
+        return costs.AnalyticCost(lowering=lowering)
     if cost == "measured":
-        return costs.MeasuredCost(target=target)
+        return costs.MeasuredCost(target=target, lowering=lowering)
     if cost == "tuned":
         return costs.TunedCost(target=target)
     if isinstance(cost, str):

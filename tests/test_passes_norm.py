@@ -69,3 +69,25 @@ def test_folded_module_computes_the_same(folded, run_module, rng):
     want, got = run_module(before, inputs)[0], run_module(after, inputs)[0]
     assert np.abs(want).max() > 0.1  # not a trivially zero output
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_lowering_tells_the_cost_model_how_kernels_are_formed():
+    """MetaSchedule's pipeline fuses a batch norm into the conv before it; the default one does not."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent / "bridge"))
+    from bridge_onnx_models import MODELS, import_onnx
+
+    from taso_relay.bridge.from_relax import graph_from_function
+
+    graph = graph_from_function(import_onnx(MODELS["resnet_block"]())["main"], "main").graph
+    kernels = {}
+    for lowering in ("default", "tuning"):
+        model = TASOPass(lowering=lowering).cost_model()
+        assert model.lowering == lowering
+        kernels[lowering] = [k.label for k, _ in model.breakdown(graph)]
+    assert kernels["default"] == ["conv2d", "batch_norm+relu", "conv2d", "batch_norm+add+relu"]
+    assert kernels["tuning"] == ["conv2d+batch_norm+relu", "conv2d+batch_norm+add+relu"]
+    with pytest.raises(ValueError, match="unknown lowering"):
+        TASOPass(lowering="fast")

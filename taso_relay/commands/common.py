@@ -128,6 +128,8 @@ def make_pass(args, target):
         kwargs["time_limit"] = float(args.time_limit)
     if getattr(args, "verify_speed", False):
         kwargs["verify_speed"] = True
+    if getattr(args, "trials", 0) or getattr(args, "work_dir", None) is not None:
+        kwargs["lowering"] = "tuning"  # `compile --tune-trials`: the kernels are built by MetaSchedule's pipeline
     return TASOPass(**kwargs)
 
 

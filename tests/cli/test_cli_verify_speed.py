@@ -25,3 +25,15 @@ def test_optimize_reports_the_setting(cli, small):
     main = result["functions"]["main"]
     if main["status"] in ("optimized", "rejected") and main.get("speed"):
         assert main["speed"]["before_s"] > 0 and main["speed"]["after_s"] > 0
+
+
+@pytest.mark.parametrize("trials, work_dir, lowering", [(0, None, "default"), (64, None, "tuning"),
+                                                         (0, "records", "tuning")])
+def test_compile_with_tuning_prices_the_tuning_pipelines_kernels(trials, work_dir, lowering):
+    """`compile --tune-trials N` (or with tuning records) builds with MetaSchedule's pipeline:
+    the pass prices kernels as that pipeline forms them."""
+    from taso_relay.commands import common
+
+    args = argparse.Namespace(cost=None, time_limit=None, verify_speed=False, trials=trials, work_dir=work_dir)
+    taso = common.make_pass(args, None)
+    assert taso.lowering == lowering and taso.cost_model().lowering == lowering
