@@ -16,16 +16,17 @@ EXTRA_FIELDS = ("rewrites", "applied", "cost_before", "cost_after", "cost_model"
 def report_dict(report) -> dict:
     """One FunctionReport as plain data (graphs and other objects left out)."""
     if dataclasses.is_dataclass(report):
-        data = {}
-        for f in dataclasses.fields(report):
-            value = _jsonable(getattr(report, f.name))
-            if value is not _SKIP:
-                data[f.name] = value
-        return data
+        return _fields(report)
     return {k: v for k, v in vars(report).items() if _is_plain(v)}
 
 
 _SKIP = object()
+
+
+def _fields(obj) -> dict:
+    """A dataclass instance's fields as plain data, those that have none (graphs) left out."""
+    items = ((f.name, _jsonable(getattr(obj, f.name))) for f in dataclasses.fields(obj))
+    return {name: value for name, value in items if value is not _SKIP}
 
 
 def _jsonable(value):
@@ -39,12 +40,7 @@ def _jsonable(value):
     if _is_plain(value) and not dataclasses.is_dataclass(value):
         return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        out = {}
-        for f in dataclasses.fields(value):
-            item = _jsonable(getattr(value, f.name))
-            if item is not _SKIP:
-                out[f.name] = item
-        return out
+        return _fields(value)
     if isinstance(value, (list, tuple)):
         items = [_jsonable(v) for v in value]
         return [v for v in items if v is not _SKIP]
@@ -58,9 +54,7 @@ def _is_plain(value) -> bool:
         return all(_is_plain(v) for v in value)
     if isinstance(value, dict):
         return all(isinstance(k, str) and _is_plain(v) for k, v in value.items())
-    if dataclasses.is_dataclass(value):
-        return True
-    return False
+    return False  # dataclasses included: _jsonable converts them field by field
 
 
 def _ops(counts: dict) -> str:

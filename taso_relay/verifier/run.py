@@ -15,7 +15,7 @@ import multiprocessing as mp
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import z3
 
@@ -85,7 +85,12 @@ def verify_pair(a: Rule, b: Rule, timeout: float = DEFAULT_TIMEOUT,
                            or prove_rule(second, timeout=timeout, query=queries[second.id]))
     if verdicts[first.id].status != PROVED:
         verdicts[first.id] = _mirror(verdicts[second.id], first, *cover(second, first)) or verdicts[first.id]
-    return [_finish(r, verdicts[r.id], timeout, numerics) for r in (a, b)]
+    digests = {r.id: rule_digest(r) for r in (a, b)}
+    results = [_finish(r, verdicts[r.id], timeout, numerics) for r in (a, b)]
+    for ver, _ in results:
+        if "covered_by" in ver:  # a borrowed proof goes stale with the rule it was borrowed from
+            ver["covered_digest"] = digests[ver["covered_by"]]
+    return results
 
 
 def _mirror(proof: Verdict, rule: Rule, outputs: list | None, cover_s: float) -> Verdict | None:
@@ -109,10 +114,18 @@ def _worker(args):
     return [(index, ver, num) for (index, _), (ver, num) in zip(group, results)]
 
 
-def _is_current(rule: Rule) -> bool:
+def _is_current(rule: Rule, by_id: Mapping[str, Rule] | None = None) -> bool:
+    """Reached with today's axioms and this rule text; a mirrored proof also needs the rule
+    it borrows from present, current, PROVED and unchanged since the mirror was recorded."""
     v = rule.verification
-    return (v.get("status") in (PROVED, REFUTED) and v.get("axioms_digest") == axioms_digest()
-            and v.get("rule_digest") == rule_digest(rule))
+    if not (v.get("status") in (PROVED, REFUTED) and v.get("axioms_digest") == axioms_digest()
+            and v.get("rule_digest") == rule_digest(rule)):
+        return False
+    if "covered_by" not in v:
+        return True
+    cover = (by_id or {}).get(v["covered_by"])
+    return (cover is not None and "covered_by" not in cover.verification and cover.status == PROVED
+            and _is_current(cover) and v.get("covered_digest") == rule_digest(cover))
 
 
 @dataclass
@@ -133,7 +146,12 @@ def verify_file(path, timeout: float = DEFAULT_TIMEOUT, workers: int = 2, force:
     path = Path(path)
     rules = load_rules(path)
     meta = _meta(path)
-    todo = [i for i, r in enumerate(rules) if force or not _is_current(r)]
+    by_id = {r.id: r for r in rules}
+    stale = {i for i, r in enumerate(rules) if force or not _is_current(r, by_id)}
+    # a stale mirror takes its equivalence along: its proof was the other direction's, so that is
+    # proved again for it to cover; other rules are retried alone (a current proof is kept)
+    redo = {rules[i].provenance.get("equivalence") for i in stale if "covered_by" in rules[i].verification} - {None}
+    todo = [i for i, r in enumerate(rules) if i in stale or r.provenance.get("equivalence") in redo]
     t0 = time.perf_counter()
     interrupted = False
     groups: dict = {}

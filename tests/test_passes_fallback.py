@@ -1,0 +1,138 @@
+"""When the search's result is refused, TASOPass falls back to the first phase's rewrites alone
+(the batch-norm folds TVM's own rule passes would make) before keeping the original."""
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tvm
+
+from taso_relay.cost import FixedCost
+from taso_relay.guard.speed import SpeedCheck
+from taso_relay.passes import TASOOptimizer, TASOPass
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_passes import fixed_times, replace_op, swap_add  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent / "bridge"))
+from bridge_onnx_models import MODELS, import_onnx  # noqa: E402
+
+from taso_relay.bridge.execute import random_inputs  # noqa: E402
+
+COST = FixedCost({"conv2d": 10.0, "batch_norm": 5.0})  # folding a batch norm is predicted to pay
+
+
+@pytest.fixture(scope="module")
+def resnet():
+    return import_onnx(MODELS["resnet_block"]())
+
+
+def search_then(change):
+    """The real search (it folds both batch norms first), with its result changed by `change`:
+    a stand-in for whatever the backtracking search adds after the first phase."""
+    real = TASOOptimizer.optimize_graph
+
+    def optimize_graph(self, graph, report=None):
+        return change(real(self, graph, report))
+
+    return optimize_graph
+
+
+def per_call_times(*rounds_ms):
+    """_measure_speed stand-in: the k-th call gets the k-th (before, after) pair of round times."""
+    calls = []
+
+    def measure(self, func, rewritten, mod, name, lowering, database):
+        before, after = rounds_ms[len(calls)]
+        calls.append(rewritten)
+        return fixed_times(before, after)(self, func, rewritten, mod, name, lowering, database)
+
+    return measure, calls
+
+
+def test_numeric_refusal_falls_back_to_the_folds(resnet, monkeypatch, run_module, rng):
+    monkeypatch.setattr(TASOOptimizer, "optimize_graph", search_then(lambda g: replace_op(g, "relu", "sigmoid")))
+    taso = TASOPass(cost=COST)
+    with pytest.warns(UserWarning, match="computes different results.*kept the first phase's 2 rewrites"):
+        out = taso(resnet)
+    report = taso.report["main"]
+    assert report.status == "optimized" and report.kept == "first phase"
+    assert report.refused[0][:2] == ("search", "numeric")
+    assert report.graph_after.hash == report.search.first_graph.hash
+    assert "sigmoid" not in report.ops_after and report.ops_after["relu"] == 2
+    assert len(report.search.applied) == report.search.first_phase == 2
+    assert report.cost_after == report.search.cost_first < report.cost_before
+    inputs = random_inputs(resnet["main"].params, rng)
+    for want, got in zip(run_module(resnet, inputs), run_module(out, inputs)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_speed_refusal_falls_back_to_the_folds_when_they_measure_faster(resnet, monkeypatch):
+    measure, calls = per_call_times(([10, 10, 10], [10.5, 10.4, 10.6]), ([10, 10, 10], [9, 9, 9]))
+    monkeypatch.setattr(TASOOptimizer, "optimize_graph", search_then(swap_add))
+    monkeypatch.setattr(TASOOptimizer, "_measure_speed", measure)
+    taso = TASOPass(cost=COST, verify_speed=True)
+    with pytest.warns(UserWarning, match="is not measured faster"):
+        taso(resnet)
+    report = taso.report["main"]
+    assert len(calls) == 2 and report.kept == "first phase" and report.status == "optimized"
+    assert [c.candidate for c in report.speed_tried] == ["search", "first phase"]
+    assert [c.kept for c in report.speed_tried] == [False, True] and report.speed is report.speed_tried[1]
+    text = report.summary()
+    assert "first phase: kept the rewrite" in text and "kept the original" in text
+    from taso_relay.commands.report import report_dict
+
+    data = report_dict(report)
+    assert data["kept"] == "first phase" and [c["candidate"] for c in data["speed_tried"]] == ["search", "first phase"]
+    assert data["search"]["first_phase"] == len(data["search"]["applied"]) == 2 and "first_graph" not in data["search"]
+
+
+def test_both_refused_keeps_the_original(resnet, monkeypatch):
+    measure, calls = per_call_times(([10, 10, 10], [11, 11, 11]), ([10, 10, 10], [10, 10.2, 10]))
+    monkeypatch.setattr(TASOOptimizer, "optimize_graph", search_then(swap_add))
+    monkeypatch.setattr(TASOOptimizer, "_measure_speed", measure)
+    taso = TASOPass(cost=COST, verify_speed=True)
+    with pytest.warns(UserWarning, match="kept the original"):
+        out = taso(resnet)
+    tvm.ir.assert_structural_equal(out, resnet)
+    report = taso.report["main"]
+    assert report.status == "rejected" and report.rejected_by == "speed" and report.kept == ""
+    assert [r[0] for r in report.refused] == ["search", "first phase"] and report.rewrites == []
+
+
+def test_no_fallback_when_the_search_found_only_the_folds(resnet, monkeypatch):
+    measure, calls = per_call_times(([10, 10, 10], [11, 11, 11]), ([10, 10, 10], [9, 9, 9]))
+    monkeypatch.setattr(TASOOptimizer, "_measure_speed", measure)
+    taso = TASOPass(cost=COST, verify_speed=True, rules=_fold_rules())
+    with pytest.warns(UserWarning, match="kept the original"):
+        taso(resnet)
+    assert len(calls) == 1  # the folds were the search's result: measured once, not twice
+
+
+def test_original_is_compiled_once_for_both_candidates(resnet, monkeypatch):
+    """Real timing with a short budget: two candidates measured, three builds (not four)."""
+    from taso_relay.cost import lowering
+    from taso_relay.guard import speed
+
+    monkeypatch.setattr(speed, "faster", lambda *args: False)  # whatever the timing: try both
+    built = []
+    real = lowering.compile_module
+    monkeypatch.setattr(lowering, "compile_module", lambda mod, *a, **k: built.append(mod) or real(mod, *a, **k))
+    monkeypatch.setattr(TASOOptimizer, "optimize_graph", search_then(swap_add))
+    taso = TASOPass(cost=COST, verify_speed=True, speed_budget=0.05)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        taso(resnet)
+    report = taso.report["main"]
+    assert [c.candidate for c in report.speed_tried] == ["search", "first phase"]
+    assert all(c.measured and not c.kept for c in report.speed_tried)
+    assert len(built) == 3
+
+
+def _fold_rules():
+    from taso_relay.subst import default_rules
+
+    return [r for r in default_rules() if dict(r.provenance or {}).get("phase") == "first"]
