@@ -205,8 +205,8 @@ class TASOOptimizer:
         return self._reject(report, func, *refused)
 
     def _candidates(self, graph: Graph, best: Graph, report: FunctionReport) -> list[tuple[str, Graph]]:
-        """What to try, in order: the search's result, then the first phase's alone (batch-norm folds),
-        which is what TVM's own rule passes would give, when it differs and is predicted cheaper."""
+        """What to try, in order: the search's result, then the first phase's alone (duplicates merged,
+        batch norms folded: what TVM's own rule passes give), when it differs and is predicted cheaper."""
         out = [("search", best)]
         search = report.search
         first = getattr(search, "first_graph", None)
