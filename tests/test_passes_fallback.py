@@ -70,13 +70,21 @@ def test_numeric_refusal_falls_back_to_the_folds(resnet, monkeypatch, run_module
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
-def test_speed_refusal_falls_back_to_the_folds_when_they_measure_faster(resnet, monkeypatch):
-    measure, calls = per_call_times(([10, 10, 10], [10.5, 10.4, 10.6]), ([10, 10, 10], [9, 9, 9]))
-    monkeypatch.setattr(TASOOptimizer, "optimize_graph", search_then(swap_add))
+def run_timed(mod, monkeypatch, rounds, warning: str, change=swap_add, **kwargs):
+    """TASOPass with verify_speed whose k-th measurement gets rounds[k]: (the pass, its output, the calls)."""
+    measure, calls = per_call_times(*rounds)
+    if change is not None:
+        monkeypatch.setattr(TASOOptimizer, "optimize_graph", search_then(change))
     monkeypatch.setattr(TASOOptimizer, "_measure_speed", measure)
-    taso = TASOPass(cost=COST, verify_speed=True)
-    with pytest.warns(UserWarning, match="is not measured faster"):
-        taso(resnet)
+    taso = TASOPass(cost=COST, verify_speed=True, **kwargs)
+    with pytest.warns(UserWarning, match=warning):
+        out = taso(mod)
+    return taso, out, calls
+
+
+def test_speed_refusal_falls_back_to_the_folds_when_they_measure_faster(resnet, monkeypatch):
+    taso, _, calls = run_timed(resnet, monkeypatch, (([10, 10, 10], [10.5, 10.4, 10.6]), ([10, 10, 10], [9, 9, 9])),
+                               "is not measured faster")
     report = taso.report["main"]
     assert len(calls) == 2 and report.kept == "first phase" and report.status == "optimized"
     assert [c.candidate for c in report.speed_tried] == ["search", "first phase"]
@@ -91,12 +99,8 @@ def test_speed_refusal_falls_back_to_the_folds_when_they_measure_faster(resnet, 
 
 
 def test_both_refused_keeps_the_original(resnet, monkeypatch):
-    measure, calls = per_call_times(([10, 10, 10], [11, 11, 11]), ([10, 10, 10], [10, 10.2, 10]))
-    monkeypatch.setattr(TASOOptimizer, "optimize_graph", search_then(swap_add))
-    monkeypatch.setattr(TASOOptimizer, "_measure_speed", measure)
-    taso = TASOPass(cost=COST, verify_speed=True)
-    with pytest.warns(UserWarning, match="kept the original"):
-        out = taso(resnet)
+    taso, out, _ = run_timed(resnet, monkeypatch, (([10, 10, 10], [11, 11, 11]), ([10, 10, 10], [10, 10.2, 10])),
+                             "kept the original")
     tvm.ir.assert_structural_equal(out, resnet)
     report = taso.report["main"]
     assert report.status == "rejected" and report.rejected_by == "speed" and report.kept == ""
@@ -104,11 +108,8 @@ def test_both_refused_keeps_the_original(resnet, monkeypatch):
 
 
 def test_no_fallback_when_the_search_found_only_the_folds(resnet, monkeypatch):
-    measure, calls = per_call_times(([10, 10, 10], [11, 11, 11]), ([10, 10, 10], [9, 9, 9]))
-    monkeypatch.setattr(TASOOptimizer, "_measure_speed", measure)
-    taso = TASOPass(cost=COST, verify_speed=True, rules=_fold_rules())
-    with pytest.warns(UserWarning, match="kept the original"):
-        taso(resnet)
+    _, _, calls = run_timed(resnet, monkeypatch, (([10, 10, 10], [11, 11, 11]), ([10, 10, 10], [9, 9, 9])),
+                            "kept the original", change=None, rules=_fold_rules())
     assert len(calls) == 1  # the folds were the search's result: measured once, not twice
 
 
