@@ -135,7 +135,8 @@ class TASOOptimizer:
         if not len(rules.matchers):
             return graph
         cost = self.cost_model()
-        best, search_report = optimize(graph, rules, cost, time_limit=self.time_limit)
+        best, search_report = optimize(graph, rules, cost, time_limit=self.time_limit,
+                                       saturate_merges=getattr(cost, "lowering", "default") == "tuning")
         if report is not None:
             report.search = search_report
         if search_report.cost_after > search_report.cost_before * (1.0 - self.min_gain):

@@ -23,17 +23,18 @@ from .report import AppliedRewrite, SearchReport
 def optimize(graph: Graph, rules: Iterable[Rule | Matcher] | RuleIndex, cost: SupportsGraphCost | CostFn, *,
              alpha: float = DEFAULT_ALPHA, budget: int = DEFAULT_BUDGET,
              time_limit: float = DEFAULT_TIME_LIMIT, incremental: bool = True,
-             batch: bool = True) -> tuple[Graph, SearchReport]:
+             batch: bool = True, saturate_merges: bool = False) -> tuple[Graph, SearchReport]:
     """Search for a cheaper equivalent of `graph` with `rules`, priced by `cost`.
 
     rules: Rule objects, compiled Matchers, or a RuleIndex (build it once to search many graphs);
     alpha: relaxation (a candidate is kept if its cost < alpha x the best so far);
     budget: at most this many graphs expanded; time_limit: seconds, checked between rewrites;
     incremental=False: the plain (slow) loop, every candidate built and costed in full;
-    batch: also try all improving, mutually distant rewrites of a graph at once.
+    batch: also try all improving, mutually distant rewrites of a graph at once;
+    saturate_merges: apply each merge rule to its fixpoint first, kept where it lowers the cost.
     """
     return backtracking_search(graph, rules, cost, alpha=alpha, budget=budget, time_limit=time_limit,
-                               incremental=incremental, batch=batch)
+                               incremental=incremental, batch=batch, saturate_merges=saturate_merges)
 
 
 __all__ = ["AppliedRewrite", "CostFn", "DEFAULT_ALPHA", "DEFAULT_BUDGET", "DEFAULT_TIME_LIMIT", "LocalCost",

@@ -50,6 +50,7 @@ from ..subst.match import Match, Matcher, check_context
 from ..subst.rule import Rule
 from .costing import CostFn, LocalCost, SupportsGraphCost, cost_function
 from .first import apply_first, first_phase_rules
+from .saturate import merge_rules, saturate
 from .report import AppliedRewrite, SearchReport
 
 DEFAULT_ALPHA = 1.05
@@ -349,13 +350,16 @@ def _touched(old: Graph, rw: Rewrite) -> frozenset[int]:
 def backtracking_search(graph: Graph, rules: Iterable[Rule | Matcher] | RuleIndex, cost: SupportsGraphCost | CostFn, *,
                         alpha: float = DEFAULT_ALPHA, budget: int = DEFAULT_BUDGET,
                         time_limit: float = DEFAULT_TIME_LIMIT, incremental: bool = True, batch: bool = True,
-                        hops: int = 1, first_phase: bool = True) -> tuple[Graph, SearchReport]:
+                        hops: int = 1, first_phase: bool = True,
+                        saturate_merges: bool = False) -> tuple[Graph, SearchReport]:
     """The cheapest equivalent graph found, and a report of how it was found.
 
     rules: rules, compiled matchers, or a RuleIndex (compile once, search many graphs).
     first_phase: merge common subexpressions (graph/cse.py) and apply the rules marked
     `"phase": "first"` wherever they match before searching (search/first.py); their rewrites
     head the report's list.
+    saturate_merges: then apply each merge rule to its fixpoint, kept where it lowers the cost
+    (search/saturate.py); for costs of tuned kernels, which a merged kernel uses better.
     """
     if alpha < 1.0:
         raise ValueError(f"alpha must be >= 1.0, got {alpha}")
@@ -375,11 +379,15 @@ def backtracking_search(graph: Graph, rules: Iterable[Rule | Matcher] | RuleInde
         first = first_phase_rules(rules.matchers) if first_phase else []
         searched, first_trail = apply_first(searched, first, cost_fn, start + time_limit)
         cost_first = cost_fn(searched) if first_trail or merged else before
+        first_graph = searched if first_trail or merged else None
+        saturated: list = []
+        if saturate_merges:
+            searched, saturated = saturate(searched, merge_rules(rules.matchers), cost_fn, start + time_limit / 2)
         search = _Search(rules, cost_fn, alpha, budget, max(0.0, time_limit - (time.perf_counter() - start)),
                          incremental, batch, hops)
         search.run(searched)
         result, trail, after, found_at = search.exact_result()
-        trail = tuple(first_trail) + tuple(trail)
+        trail = tuple(first_trail) + tuple(saturated) + tuple(trail)
     finally:
         if collecting:
             gc.enable()
@@ -393,8 +401,8 @@ def backtracking_search(graph: Graph, rules: Iterable[Rule | Matcher] | RuleInde
         best_found_after=max(0.0, found_at - start) if trail else 0.0,
         settings={"alpha": alpha, "budget": budget, "time_limit": time_limit, "rules": len(rules.matchers),
                   "incremental": incremental, "batch": search.batch},
-        first_phase=len(first_trail), cost_first=cost_first, merged=merged,
-        first_graph=searched if first_trail or merged else None,
+        first_phase=len(first_trail), cost_first=cost_first, merged=merged, first_graph=first_graph,
+        saturated=len(saturated),
     )
     return result, report
 
