@@ -165,6 +165,8 @@ class TASOOptimizer:
             report.warnings.append(f"taso_relay: leaving function '{name}' unchanged: "
                                    f"{type(exc).__name__}: {exc}")
             result = func
+        finally:
+            self._compiled.clear()  # whole-model executables: kept across one function's candidates only
         report.seconds = time.perf_counter() - start
         for message in report.warnings:
             warnings.warn(message, stacklevel=2)

@@ -131,6 +131,7 @@ def test_original_is_compiled_once_for_both_candidates(resnet, monkeypatch):
     assert [c.candidate for c in report.speed_tried] == ["search", "first phase"]
     assert all(c.measured and not c.kept for c in report.speed_tried)
     assert len(built) == 3
+    assert taso._compiled == {}  # no whole-model executable outlives the function it checked
 
 
 def _fold_rules():

@@ -87,7 +87,7 @@ class _Emitter:
         # items other nodes read are bound right after their tuple; items only returned, when needed
         self.used = {(r.node, r.index) for n in graph.nodes for r in n.inputs}
         self.weight_only = _weight_only(graph, set(feeds))
-        self.folded = fold_constants(graph, set(feeds)) if fold_weights else {}
+        self.folded = _frontier(graph, fold_constants(graph, set(feeds))) if fold_weights else {}
 
     def run(self) -> None:
         for i, node in enumerate(self.graph.nodes):
@@ -107,8 +107,9 @@ class _Emitter:
             raise ops_table.Unsupported(f"no value for {node.op} '{name}'")
         if node.op == "constant":
             return [ops_table.constant_expr(a)]
-        if i in self.folded:
-            return [relax.const(v, t.dtype) for v, t in zip(self.folded[i], node.types)]
+        if i in self.folded:  # None: a step inside a folded chain, which nothing emitted reads
+            values = self.folded[i]
+            return [None if v is None else relax.const(v, t.dtype) for v, t in zip(values, node.types)]
         args = [self.values[r.node][r.index] for r in node.inputs]
         if node.op == "opaque":
             record: CallRecord = self.graph.payloads[a["ref"]]
@@ -193,6 +194,15 @@ class _Emitter:
 
 def _is_tuple(call) -> bool:
     return isinstance(call.ty, relax.TupleType)
+
+
+def _frontier(graph: Graph, known: dict) -> dict:
+    """Of the folded values (weights aside), those an unfolded node or the result reads; the
+    rest are None, so that only the end of each folded chain becomes a Relax constant."""
+    read = {(r.node, r.index) for i, n in enumerate(graph.nodes) if i not in known for r in n.inputs}
+    read.update((r.node, r.index) for r in graph.outputs)
+    return {i: [v if (i, k) in read else None for k, v in enumerate(values)]
+            for i, values in known.items() if graph.nodes[i].op != "weight"}
 
 
 def _weight_only(graph: Graph, params=frozenset()) -> list[bool]:

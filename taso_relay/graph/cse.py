@@ -27,12 +27,7 @@ def merge_common_subexpressions(graph: Graph) -> tuple[Graph, int]:
             merged += 1
     if not merged:
         return graph, 0
-    nodes = [node if where[i] == i else None for i, node in enumerate(graph.nodes)]
-    for i, node in enumerate(nodes):
-        if node is not None and node.inputs:
-            nodes[i] = type(node)(node.op, node.attrs, tuple(Ref(where[r.node], r.index) for r in node.inputs),
-                                  node.types)
-    # merged-away nodes are unreachable once nothing refers to them; compact drops them
-    kept = [n if n is not None else graph.nodes[i] for i, n in enumerate(nodes)]
-    outputs = [Ref(where[r.node], r.index) for r in graph.outputs]
-    return graph.rebuilt(kept, outputs), merged
+    # every node reads the survivors; the merged-away ones are then dead, and compact drops them
+    nodes = [type(n)(n.op, n.attrs, tuple(Ref(where[r.node], r.index) for r in n.inputs), n.types)
+             for n in graph.nodes]
+    return graph.rebuilt(nodes, [Ref(where[r.node], r.index) for r in graph.outputs]), merged

@@ -20,9 +20,9 @@ from ..graph import Graph
 from ..subst.apply import RewriteRejected, apply
 from ..subst.match import Match, Matcher, check_context
 from .costing import CostFn
+from .first import REL_TOL
 
 HEAVY = ("matmul", "conv2d")
-REL_TOL = 1e-9
 
 
 def merge_rules(matchers: Iterable[Matcher]) -> list[Matcher]:

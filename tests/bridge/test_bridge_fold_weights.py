@@ -62,6 +62,16 @@ def test_folded_module_has_no_constant_work_and_computes_the_same():
         np.testing.assert_allclose(run_module(mod, [x])[0], want, rtol=1e-4, atol=1e-5)
 
 
+def test_only_the_end_of_a_folded_chain_becomes_a_constant(monkeypatch):
+    """The chain batch_norm(w) -> transpose is read by one emitted mul: one constant, not one per step."""
+    made = []
+    real = relax.const
+    monkeypatch.setattr(relax, "const", lambda v, *a, **k: made.append(np.shape(v)) or real(v, *a, **k))
+    module_from_graph(_graph(), fold_weights=True)
+    assert made.count((1, 3, 1, 1)) == 1  # the transposed scale the mul reads
+    assert made.count((3, 1, 1, 1)) == 1  # w itself (a weight leaf); not also the batch norm of it
+
+
 def test_pass_output_after_batch_norm_folds_needs_no_constant_folding():
     """TASOPass folds the batch norms into the convs; its function carries the folded kernels."""
     from taso_relay.passes import TASOPass
