@@ -14,6 +14,7 @@ regenerates the tables in ``bench/README.md`` and ``README.md``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import gc
 import json
@@ -36,6 +37,9 @@ def parse_args(argv=None):
                    help="quick variants of a subset of models, few rounds (< 10 min on 2 cores)")
     p.add_argument("--tune-trials", type=int, default=0,
                    help="MetaSchedule trials per configuration (0: default lowering)")
+    p.add_argument("--trials-per-task", type=int, default=0,
+                   help="MetaSchedule, one database per model: every distinct kernel of every "
+                        "configuration tuned once with this many trials (fairer than --tune-trials)")
     p.add_argument("--target", default=None,
                    help='target as JSON, e.g. \'{"kind": "cuda"}\' (default: host llvm, all cores)')
     p.add_argument("--configs", nargs="+", default=None,
@@ -125,15 +129,24 @@ def bench_model(name, args, target_dict, target, threads, run_id, options):
     device = tvm.device("cpu" if kind in ("llvm", "c") else kind, 0)
 
     runners, outputs = {}, {}
+    shared = hcompile.SharedTuning(target, args.trials_per_task, str(
+        Path(args.work_dir) / run_id / name / "shared")) if args.trials_per_task else None
+    tuning = args.tune_trials or args.trials_per_task
+    if shared is not None and options.cost == "tuned":
+        # TASOPass's tuned judge tunes into the model's shared database, with the same trials per kernel
+        options = dataclasses.replace(options, cost=shared.model)
     for cfg in args.configs:
-        log(f"{name}: {cfg}: graph passes + {'tuning' if args.tune_trials else 'lowering'}")
+        log(f"{name}: {cfg}: graph passes + {'tuning' if tuning else 'lowering'}")
         c = {"status": "ok", "label": configs.CONFIG_LABELS[cfg]}
         try:
             with env.PeakRSS() as mem:
                 mod, info = configs.apply_config(cfg, imported, target, options)
                 c.update(info)
-                work = Path(args.work_dir) / run_id / name / cfg
-                ex, cinfo = hcompile.build(mod, target, args.tune_trials, str(work))
+                if shared is not None:
+                    ex, cinfo = shared.build(mod)
+                else:
+                    work = Path(args.work_dir) / run_id / name / cfg
+                    ex, cinfo = hcompile.build(mod, target, args.tune_trials, str(work))
                 c.update(cinfo)
             c["peak_rss_mb"] = mem.peak_mb
             c["rss_increase_mb"] = mem.peak_mb - mem.start_mb
@@ -227,10 +240,13 @@ def main(argv=None) -> int:
                             else models.available_models())
     options = configs.Options(
         cost=args.taso_cost, rules=args.taso_rules, verify_speed=args.taso_verify_speed,
-        time_limit=args.taso_time_limit, lowering="tuning" if args.tune_trials else "default")
+        time_limit=args.taso_time_limit,
+        lowering="tuning" if args.tune_trials or args.trials_per_task else "default")
+    if args.tune_trials and args.trials_per_task:
+        raise SystemExit("--tune-trials and --trials-per-task are two methods: give one")
 
     date = args.date or dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
-    mode = report.mode_name(args.quick, args.tune_trials)
+    mode = report.mode_name(args.quick, args.tune_trials, args.trials_per_task)
     json_path = report.result_path(args.results_dir, date, kind, mode)
     run_id = f"{date}-{kind}-{mode}"
     update_readmes = args.readme == "yes" or (
@@ -248,8 +264,11 @@ def main(argv=None) -> int:
         "target": target_dict,
         "target_kind": kind,
         "kernel_treatment": f"MetaSchedule {args.tune_trials} trials" if args.tune_trials
+        else f"MetaSchedule, {args.trials_per_task} trials per distinct kernel, one database "
+             "shared by the configurations" if args.trials_per_task
         else "default lowering (no schedules)" if kind == "cpu" else "default (DLight) schedules",
         "tune_trials": args.tune_trials,
+        "trials_per_task": args.trials_per_task,
         "threads": threads,
         "rounds": args.rounds,
         "configs": {c: configs.CONFIG_LABELS[c] for c in args.configs},

@@ -134,9 +134,15 @@ class TASOOptimizer:
         rules = resolve_rules(self.rules)
         if not len(rules.matchers):
             return graph
-        cost = self.cost_model()
+        cost, judge = self.cost_model(), None
+        if getattr(cost, "name", "") == "tuned":
+            # Tuning each kernel the search meets would take minutes per graph: the analytic model of
+            # the same lowering searches, and the tuned one decides among the few graphs it proposes.
+            from .cost import AnalyticCost
+            cost, judge = AnalyticCost(lowering=cost.lowering), cost
         best, search_report = optimize(graph, rules, cost, time_limit=self.time_limit,
-                                       saturate_merges=getattr(cost, "lowering", "default") == "tuning")
+                                       saturate_merges=getattr(cost, "lowering", "default") == "tuning",
+                                       judge=judge)
         if report is not None:
             report.search = search_report
         if search_report.cost_after > search_report.cost_before * (1.0 - self.min_gain):

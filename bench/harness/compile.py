@@ -6,6 +6,12 @@
 * ``tuned`` (``--tune-trials N``): ``relax.get_pipeline("static_shape_tuning",
   total_trials=N)`` - MetaSchedule with the same trial budget for every
   configuration, each in its own work directory - then ``tvm.compile``.
+* ``shared`` (``--trials-per-task N``): the same passes, but every distinct
+  kernel of every configuration of a model is tuned once, N trials each, into
+  one database, and every configuration is built from it (``SharedTuning``).
+  A kernel two configurations have in common then gets the same schedule, so
+  their ratio measures the graphs, not two tuning runs (on 2 cores two tunings
+  of one graph differed by 9%).
 
 The kernel count is the number of TIR PrimFuncs left after the Relax pipeline
 (one per fused kernel) together with the number of ``call_tir`` launches in
@@ -74,3 +80,36 @@ def build(mod, target, tune_trials: int = 0, work_dir: str | None = None):
         "kernel_launches": kernels["call_tir"],
     }
     return ex, info
+
+
+class SharedTuning:
+    """One MetaSchedule database per model, shared by its configurations.
+
+    ``build`` tunes the kernels of ``mod`` that have no record yet
+    (``trials_per_task`` trials each: the budget is per distinct kernel, so
+    equal for every configuration) and compiles with the database's best
+    schedules - the stock ``static_shape_tuning`` passes, as ``tuned`` runs.
+    """
+
+    def __init__(self, target, trials_per_task: int, work_dir: str):
+        from taso_relay.cost.tuned import TunedCost
+        self.model = TunedCost(target, trials=trials_per_task, work_dir=work_dir)
+        self.trials_per_task = trials_per_task
+
+    def build(self, mod):
+        from taso_relay.cost.lowering import lower
+        t0 = time.perf_counter()
+        before = self.model.tunings
+        self.model.tune_module(mod)
+        tuned_s = time.perf_counter() - t0
+        lowered = lower(mod, self.model.target, self.model.database(), "tuning")
+        kernels = _count_kernels(lowered)
+        ex = tvm.compile(lowered, target=self.model.target)
+        return ex, {
+            "compile_time_s": time.perf_counter() - t0,
+            "tuning_time_s": tuned_s,
+            "kernel_treatment": f"metaschedule-shared-{self.trials_per_task}-per-task",
+            "kernels": kernels["primfuncs"],
+            "kernel_launches": kernels["call_tir"],
+            "tasks_tuned_here": self.model.tunings - before,
+        }

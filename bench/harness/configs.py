@@ -217,7 +217,7 @@ def apply_taso(imported: Imported, target, options: Options):
         out = taso(mod)
     elapsed = time.perf_counter() - t0
     info = {"search_time_s": elapsed, "pass_kwargs": {
-        "cost": options.cost, "time_limit": getattr(taso, "time_limit", options.time_limit),
+        "cost": getattr(options.cost, "method", options.cost), "time_limit": getattr(taso, "time_limit", options.time_limit),
         "rules": options.rules, "verify_speed": options.verify_speed, "lowering": options.lowering}}
     info.update(summarize_taso_report(getattr(taso, "report", None)))
     info["structurally_unchanged"] = bool(tvm_ffi.structural_equal(out, mod))

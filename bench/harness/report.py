@@ -30,9 +30,10 @@ def target_kind(target: dict) -> str:
     return "cpu" if kind in ("llvm", "c") else kind
 
 
-def mode_name(quick: bool, tune_trials: int) -> str:
+def mode_name(quick: bool, tune_trials: int, trials_per_task: int = 0) -> str:
     base = "quick" if quick else ""
-    tuned = f"tuned{tune_trials}" if tune_trials > 0 else ("" if quick else "default")
+    tuned = (f"tuned{tune_trials}" if tune_trials > 0 else f"shared{trials_per_task}"
+             if trials_per_task > 0 else ("" if quick else "default"))
     return "-".join(p for p in (base, tuned) if p)
 
 

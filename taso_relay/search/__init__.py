@@ -23,7 +23,8 @@ from .report import AppliedRewrite, SearchReport
 def optimize(graph: Graph, rules: Iterable[Rule | Matcher] | RuleIndex, cost: SupportsGraphCost | CostFn, *,
              alpha: float = DEFAULT_ALPHA, budget: int = DEFAULT_BUDGET,
              time_limit: float = DEFAULT_TIME_LIMIT, incremental: bool = True,
-             batch: bool = True, saturate_merges: bool = False) -> tuple[Graph, SearchReport]:
+             batch: bool = True, saturate_merges: bool = False,
+             judge: SupportsGraphCost | CostFn | None = None) -> tuple[Graph, SearchReport]:
     """Search for a cheaper equivalent of `graph` with `rules`, priced by `cost`.
 
     rules: Rule objects, compiled Matchers, or a RuleIndex (build it once to search many graphs);
@@ -31,10 +32,12 @@ def optimize(graph: Graph, rules: Iterable[Rule | Matcher] | RuleIndex, cost: Su
     budget: at most this many graphs expanded; time_limit: seconds, checked between rewrites;
     incremental=False: the plain (slow) loop, every candidate built and costed in full;
     batch: also try all improving, mutually distant rewrites of a graph at once;
-    saturate_merges: apply each merge rule to its fixpoint first, kept where it lowers the cost.
+    saturate_merges: apply each merge rule to its fixpoint first, kept where it lowers the cost;
+    judge: a dearer model `cost` stands in for: it decides the saturation and the result (backtracking_search).
     """
     return backtracking_search(graph, rules, cost, alpha=alpha, budget=budget, time_limit=time_limit,
-                               incremental=incremental, batch=batch, saturate_merges=saturate_merges)
+                               incremental=incremental, batch=batch, saturate_merges=saturate_merges,
+                               judge=judge)
 
 
 __all__ = ["AppliedRewrite", "CostFn", "DEFAULT_ALPHA", "DEFAULT_BUDGET", "DEFAULT_TIME_LIMIT", "LocalCost",

@@ -50,7 +50,7 @@ from ..subst.match import Match, Matcher, check_context
 from ..subst.rule import Rule
 from .costing import CostFn, LocalCost, SupportsGraphCost, cost_function
 from .first import apply_first, first_phase_rules
-from .saturate import merge_rules, saturate
+from .saturate import hoist_rules, merge_rules, saturate
 from .report import AppliedRewrite, SearchReport
 
 DEFAULT_ALPHA = 1.05
@@ -347,11 +347,26 @@ def _touched(old: Graph, rw: Rewrite) -> frozenset[int]:
     return frozenset(touched)
 
 
+class _Timed:
+    """A cost function that adds up the time spent in it."""
+
+    def __init__(self, fn: CostFn):
+        self.fn, self.seconds = fn, 0.0
+
+    def __call__(self, graph: Graph) -> float:
+        t = time.perf_counter()
+        try:
+            return self.fn(graph)
+        finally:
+            self.seconds += time.perf_counter() - t
+
+
 def backtracking_search(graph: Graph, rules: Iterable[Rule | Matcher] | RuleIndex, cost: SupportsGraphCost | CostFn, *,
                         alpha: float = DEFAULT_ALPHA, budget: int = DEFAULT_BUDGET,
                         time_limit: float = DEFAULT_TIME_LIMIT, incremental: bool = True, batch: bool = True,
                         hops: int = 1, first_phase: bool = True,
-                        saturate_merges: bool = False) -> tuple[Graph, SearchReport]:
+                        saturate_merges: bool = False,
+                        judge: SupportsGraphCost | CostFn | None = None) -> tuple[Graph, SearchReport]:
     """The cheapest equivalent graph found, and a report of how it was found.
 
     rules: rules, compiled matchers, or a RuleIndex (compile once, search many graphs).
@@ -360,6 +375,10 @@ def backtracking_search(graph: Graph, rules: Iterable[Rule | Matcher] | RuleInde
     head the report's list.
     saturate_merges: then apply each merge rule to its fixpoint, kept where it lowers the cost
     (search/saturate.py); for costs of tuned kernels, which a merged kernel uses better.
+    judge: a dearer cost model (tuned kernels) that `cost` stands in for while searching. It decides
+    the saturation, then picks the cheapest of the input, the graph the backtracking search started
+    from and the one it found; the report's costs are the judge's. Time spent in it is not counted
+    against `time_limit`.
     """
     if alpha < 1.0:
         raise ValueError(f"alpha must be >= 1.0, got {alpha}")
@@ -372,6 +391,7 @@ def backtracking_search(graph: Graph, rules: Iterable[Rule | Matcher] | RuleInde
     gc.disable()  # the search makes many small acyclic objects; cycle collection only slows it
     try:
         cost_fn = cost_function(cost)
+        judged = _Timed(cost_function(judge)) if judge is not None else None
         before = cost_fn(graph)
         searched, merged = merge_common_subexpressions(graph) if first_phase else (graph, 0)
         if merged and cost_fn(searched) > before * (1 + REL_TOL):
@@ -381,13 +401,30 @@ def backtracking_search(graph: Graph, rules: Iterable[Rule | Matcher] | RuleInde
         cost_first = cost_fn(searched) if first_trail or merged else before
         first_graph = searched if first_trail or merged else None
         saturated: list = []
-        if saturate_merges:
-            searched, saturated = saturate(searched, merge_rules(rules.matchers), cost_fn, start + time_limit / 2)
-        search = _Search(rules, cost_fn, alpha, budget, max(0.0, time_limit - (time.perf_counter() - start)),
-                         incremental, batch, hops)
+        if saturate_merges and judged is None:
+            searched, saturated = saturate(searched, merge_rules(rules.matchers), cost_fn, start + time_limit / 2,
+                                           hoist=hoist_rules(rules.matchers))
+        spent = time.perf_counter() - start
+        search = _Search(rules, cost_fn, alpha, budget, max(0.0, time_limit - spent), incremental, batch, hops)
         search.run(searched)
         result, trail, after, found_at = search.exact_result()
         trail = tuple(first_trail) + tuple(saturated) + tuple(trail)
+        if judged is not None:
+            # The judge saturates last: before the search, the search (priced by `cost`) undid the merges
+            # the judge had taken. It then picks the first of the cheapest graphs proposed.
+            before = judged(graph)
+            cost_first = judged(first_graph) if first_graph is not None else before
+            options = [(before, graph, (), ()), (judged(searched), searched, tuple(first_trail), ()),
+                       (judged(result), result, trail, ())]
+            if saturate_merges:
+                merged_graph, steps = saturate(result, merge_rules(rules.matchers), cost_fn,
+                                               time.perf_counter() + time_limit / 2, judge=judged,
+                                               hoist=hoist_rules(rules.matchers))
+                if steps:
+                    options.append((judged(merged_graph), merged_graph, trail + tuple(steps), tuple(steps)))
+            after, result, trail, saturated = min(options, key=lambda o: o[0])
+            if not trail:
+                found_at = start
     finally:
         if collecting:
             gc.enable()
@@ -400,7 +437,9 @@ def backtracking_search(graph: Graph, rules: Iterable[Rule | Matcher] | RuleInde
         nodes_before=len(graph.nodes), nodes_after=len(result.nodes),
         best_found_after=max(0.0, found_at - start) if trail else 0.0,
         settings={"alpha": alpha, "budget": budget, "time_limit": time_limit, "rules": len(rules.matchers),
-                  "incremental": incremental, "batch": search.batch},
+                  "incremental": incremental, "batch": search.batch,
+                  **({"judge": getattr(judge, "name", type(judge).__name__),
+                      "judge_seconds": round(judged.seconds, 3)} if judged else {})},
         first_phase=len(first_trail), cost_first=cost_first, merged=merged, first_graph=first_graph,
         saturated=len(saturated),
     )

@@ -31,7 +31,8 @@ class SearchReport:
     first_phase: int = 0  # how many of `applied` (at its head) the first phase made (search/first.py)
     cost_first: float | None = None  # the cost after the first phase, before the backtracking search
     merged: int = 0  # duplicate nodes merged before the first phase (graph/cse.py)
-    saturated: int = 0  # of `applied`, after the first phase's: merge rules applied to a fixpoint (saturate.py)
+    saturated: int = 0  # of `applied`: merge rules applied to a fixpoint (saturate.py); after the first
+    # phase, or with a judge (settings["judge"]) at the end
     # the graph after the first phase: the pass falls back to it when the search's result is refused
     first_graph: object = field(default=None, repr=False, compare=False)
 

@@ -11,7 +11,7 @@ from taso_relay.graph import GraphBuilder, evaluate
 from taso_relay.passes import resolve_rules
 from taso_relay.search import optimize
 from taso_relay.search.costing import cost_function
-from taso_relay.search.saturate import _fixpoint, merge_rules, saturate
+from taso_relay.search.saturate import _fixpoint, hoist_rules, merge_rules, saturate
 
 PEAKS = MachinePeaks(gflops=245.0, gbps=49.0, launch_s=2e-6)  # this machine's, fixed for the test
 
@@ -88,3 +88,38 @@ def test_pass_saturates_merges_only_for_tuned_builds(lowering, monkeypatch):
     monkeypatch.setattr(passes, "optimize", spy)
     passes.TASOPass(lowering=lowering, time_limit=1).optimize_graph(cell(k=2))
     assert seen["saturate_merges"] is (lowering == "tuning")
+
+
+def projections(k: int = 3, n: int = 256, seq: int = 32):
+    """BERT's Q/K/V: k matmuls of one (1, seq, n) activation, each with a 1-D bias, kept apart by transposes."""
+    rng = np.random.default_rng(0)
+    b = GraphBuilder()
+    x = b.input("x", (1, seq, n))
+    outs = []
+    for i in range(k):
+        w = b.weight(f"w{i}", (n, n), value=rng.standard_normal((n, n)).astype("float32") / n)
+        bias = b.weight(f"b{i}", (n,), value=rng.standard_normal(n).astype("float32"))
+        outs.append(b.op("transpose", b.op("add", b.op("matmul", x, w), bias), perm=(0, 2, 1)))
+    return b.build(outs)
+
+
+def test_merged_projections_take_their_biases_along(rules):
+    """After the merge the bias adds read the split's parts; hoisted (h-split-bias), one add of the
+    concatenated biases fuses into the merged matmul, as CombineParallelMatmul does."""
+    g = projections()
+    hoist = hoist_rules(rules.matchers)
+    assert [m.rule.id for m in hoist] == ["h-split-bias"]
+    merger = [m for m in merge_rules(rules.matchers) if m.find(g)]
+    cost_fn = cost_function(AnalyticCost(PEAKS, lowering="tuning"))
+
+    def fewer_matmuls(graph):  # a judge that takes any merge
+        return 1.0 + graph.op_counts().get("matmul", 0)
+
+    bare, _ = saturate(g, merger, cost_fn, time.perf_counter() + 10, judge=fewer_matmuls)
+    hoisted, trail = saturate(g, merger, cost_fn, time.perf_counter() + 10, hoist=hoist, judge=fewer_matmuls)
+    assert bare.op_counts()["matmul"] == 1 and bare.op_counts()["add"] == 3
+    assert hoisted.op_counts()["matmul"] == 1 and hoisted.op_counts()["add"] == 1
+    assert sum(m.rule.id == "h-split-bias" for m, _ in trail) == 2
+    x = np.random.default_rng(1).standard_normal((1, 32, 256)).astype("float32")
+    for got, want in zip(evaluate(hoisted, {"x": x}), evaluate(g, {"x": x})):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -107,3 +107,8 @@ for _b in ("add", "sub", "mul"):
         f"slice_{_b}", "concat_split", sl(N(_b, "x", "y")), N(_b, sl("x"), sl("y")),
         guard=["rank(x) == rank(y)", "dim(x, ?ax) == dim(y, ?ax)"], shapes={"x": X3, "y": X3},
         domains=SLICE_DOMAINS, both_ways=True))
+    AXIOMS.append(axiom(
+        f"slice_{_b}_bias", "concat_split", sl(N(_b, "x", "y")), N(_b, sl("x"), sl("y", axis=0)),
+        guard=["rank(y) == 1", "?ax == rank(x) - 1", "dim(y, 0) == dim(x, ?ax)"],
+        shapes={"x": X3, "y": ("d2",)}, domains={**SLICE_DOMAINS, "ax": (2,)}, both_ways=True,
+        doc="A 1-D operand (a bias) broadcasts along the last axis: slicing that axis slices the bias."))

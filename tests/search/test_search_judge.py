@@ -1,0 +1,120 @@
+"""A judge (a dearer cost model, e.g. tuned kernels) deciding what the analytic search proposes."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from taso_relay.cost import AnalyticCost, MachinePeaks
+from taso_relay.graph import GraphBuilder, evaluate
+from taso_relay.passes import resolve_rules
+from taso_relay.search import optimize
+from taso_relay.search.saturate import merge_rules
+
+PEAKS = MachinePeaks(gflops=245.0, gbps=49.0, launch_s=2e-6)
+
+
+def qkv(n: int = 1024, m: int = 256):
+    """Three matmuls of one input, transposed apart: merging them is priced dearer by the analytic model
+    (the wide result needs a split kernel; FLOPs are the same)."""
+    rng = np.random.default_rng(0)
+    b = GraphBuilder()
+    x = b.input("x", (m, n))
+    outs = []
+    for i in range(3):
+        w = b.weight(f"w{i}", (n, n), value=rng.standard_normal((n, n)).astype("float32") / n)
+        outs.append(b.op("transpose", b.op("matmul", x, w), perm=(1, 0)))
+    return b.build(outs)
+
+
+class Counting:
+    """A judge that charges per matmul (merged ones are cheaper per column) and counts its calls."""
+
+    name = "counting"
+
+    def __init__(self, merged_cheaper: bool):
+        self.merged_cheaper, self.calls = merged_cheaper, 0
+
+    def graph_cost(self, graph) -> float:
+        self.calls += 1
+        cost = 0.0
+        for node in graph.nodes:
+            if node.op == "matmul":
+                cols = node.types[0].shape[-1]
+                cost += cols * (0.5 if self.merged_cheaper and cols > 1024 else 1.0)
+            elif node.op in ("split", "transpose", "concat"):
+                cost += 10.0
+        return cost
+
+
+@pytest.fixture(scope="module")
+def rules():
+    return resolve_rules(None)
+
+
+def analytic():
+    return AnalyticCost(PEAKS, lowering="tuning")
+
+
+def test_analytic_alone_refuses_the_merge(rules):
+    g = qkv()
+    best, report = optimize(g, rules, analytic(), time_limit=3, saturate_merges=True)
+    assert report.saturated == 0 and best.op_counts()["matmul"] > 1  # not the full merge
+
+
+def test_judge_takes_the_merge_the_analytic_model_refuses(rules):
+    g = qkv()
+    judge = Counting(merged_cheaper=True)
+    best, report = optimize(g, rules, analytic(), time_limit=3, saturate_merges=True, judge=judge)
+    assert best.op_counts()["matmul"] == 1 and report.saturated >= 1
+    # the report's costs are the judge's, and the search did not undo the merges afterwards
+    assert report.cost_before == judge.graph_cost(g) and report.cost_after == judge.graph_cost(best)
+    assert report.cost_after < report.cost_before and report.settings["judge"] == "counting"
+    merges = {m.rule.id for m in merge_rules(rules.matchers)}
+    assert report.applied[-1].rule_id in merges  # a merge comes last: saturation ran after the search
+    x = np.random.default_rng(1).standard_normal((256, 1024)).astype("float32")
+    for got, want in zip(evaluate(best, {"x": x}), evaluate(g, {"x": x})):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_judge_keeps_the_input_when_nothing_is_cheaper_to_it(rules):
+    """The judge charges merged matmuls the same per column, so every merge only adds splits."""
+    g = qkv()
+    best, report = optimize(g, rules, analytic(), time_limit=3, saturate_merges=True,
+                            judge=Counting(merged_cheaper=False))
+    assert best is g and report.applied == [] and report.cost_after == report.cost_before
+
+
+def test_judge_overrules_a_search_result_it_prices_dearer(rules):
+    """The analytic search's result is dropped when the judge prices it above the input."""
+    g = qkv()
+    plain, plain_report = optimize(g, rules, analytic(), time_limit=3)
+
+    def against_any_change(graph):
+        return 1.0 if graph.hash == g.hash else 2.0
+
+    best, report = optimize(g, rules, analytic(), time_limit=3, judge=against_any_change)
+    assert best is g and report.applied == [] and report.cost_after == 1.0
+    if plain_report.applied:  # the analytic search alone did change it
+        assert plain.hash != g.hash
+
+
+def test_pass_searches_analytically_and_lets_a_tuned_model_judge(monkeypatch):
+    """Tuning every kernel the search meets would take minutes per graph: with cost="tuned" the pass
+    searches with the analytic model of the same lowering and hands the tuned model the verdict."""
+    from taso_relay import passes
+
+    class FakeTuned(Counting):
+        name, lowering = "tuned", "tuning"
+
+    seen = {}
+
+    def spy(graph, rules, cost, **kwargs):
+        seen.update(kwargs, cost=cost)
+        return optimize(graph, rules, cost, **kwargs)
+
+    monkeypatch.setattr(passes, "optimize", spy)
+    judge = FakeTuned(merged_cheaper=True)
+    best = passes.TASOPass(cost=judge, time_limit=2).optimize_graph(qkv())
+    assert isinstance(seen["cost"], AnalyticCost) and seen["cost"].lowering == "tuning"
+    assert seen["judge"] is judge and seen["saturate_merges"] is True
+    assert best.op_counts()["matmul"] == 1 and judge.calls > 0
