@@ -239,7 +239,7 @@ def main(argv=None) -> int:
     names = args.models or (list(models.QUICK_MODELS) if args.quick
                             else models.available_models())
     options = configs.Options(
-        cost=args.taso_cost, rules=args.taso_rules, verify_speed=args.taso_verify_speed,
+        cost=args.taso_cost, rules=args.taso_rules, verify_speed=args.taso_verify_speed or None,
         time_limit=args.taso_time_limit,
         lowering="tuning" if args.tune_trials or args.trials_per_task else "default")
     if args.tune_trials and args.trials_per_task:

@@ -44,7 +44,7 @@ class Options:
     cost: str | None = None  # None: TASOPass's own default
     time_limit: float | None = None  # None: TASOPass's own default (8 s, under the 10 s search target)
     rules: str | None = None
-    verify_speed: bool = False  # TASOPass keeps a rewrite only if it measures faster end to end
+    verify_speed: bool | None = None  # TASOPass keeps a rewrite only if it measures faster end to end (None: its default)
     lowering: str = "default"  # how the kernels will be built ("tuning" when the bench tunes): TASOPass prices that
     extra: dict = field(default_factory=dict)
 
@@ -199,7 +199,9 @@ def make_taso_pass(target, options: Options):
         from taso_relay import TASOPass  # noqa: PLC0415 - optional until the pass exists
     except Exception as err:  # ImportError, or a half-written package
         raise ConfigUnavailable(f"taso_relay.TASOPass not importable: {type(err).__name__}: {err}")
-    kwargs = {"target": target, "verify_speed": options.verify_speed, "lowering": options.lowering}
+    kwargs = {"target": target, "lowering": options.lowering}
+    if options.verify_speed is not None:
+        kwargs["verify_speed"] = options.verify_speed
     if options.time_limit is not None:
         kwargs["time_limit"] = options.time_limit
     if options.cost is not None:
@@ -218,7 +220,8 @@ def apply_taso(imported: Imported, target, options: Options):
     elapsed = time.perf_counter() - t0
     info = {"search_time_s": elapsed, "pass_kwargs": {
         "cost": getattr(options.cost, "method", options.cost), "time_limit": getattr(taso, "time_limit", options.time_limit),
-        "rules": options.rules, "verify_speed": options.verify_speed, "lowering": options.lowering}}
+        "rules": options.rules, "verify_speed": bool(getattr(taso, "verifies_speed", options.verify_speed)),
+        "lowering": options.lowering}}
     info.update(summarize_taso_report(getattr(taso, "report", None)))
     info["structurally_unchanged"] = bool(tvm_ffi.structural_equal(out, mod))
     return out, info

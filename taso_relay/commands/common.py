@@ -124,6 +124,12 @@ def make_pass(args, target):
     kwargs = {"target": target}
     if getattr(args, "cost", None) is not None:
         kwargs["cost"] = args.cost
+        if args.cost == "tuned" and getattr(args, "work_dir", None) is not None:
+            # the search's judge tunes into the database the final build reads: the schedules it
+            # timed are the ones the library gets, and no kernel is tuned twice
+            from ..cost import TunedCost
+            kwargs["cost"] = TunedCost(target, trials=getattr(args, "max_trials_per_task", None) or 64,
+                                       work_dir=args.work_dir)
     if getattr(args, "time_limit", None) is not None:
         kwargs["time_limit"] = float(args.time_limit)
     if getattr(args, "verify_speed", False):

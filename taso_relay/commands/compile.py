@@ -37,6 +37,8 @@ def run_compile(args) -> int:
     target = common.parse_target(args.target)
     tuning = args.trials > 0 or args.work_dir is not None
     work_dir = args.work_dir or Path(str(out) + ".tuning")
+    if tuning:
+        args.work_dir = work_dir  # TASOPass(cost="tuned") tunes into the same database
     n_steps = 3 + (not args.no_taso) + tuning
     with common.steps_for(args, n_steps) as steps:
         prepared, mod, report, pass_warnings = optimized_module(args, target, steps)

@@ -156,7 +156,6 @@ class TunedCost(MeasuredCost):
         One run, not one per module: each run pays for its builder processes and cost model, so
         tuning the kernels of a graph one by one took about twice as long.
         """
-        import tvm
         import tvm_ffi
         from tvm.s_tir import meta_schedule as ms
 
@@ -171,7 +170,7 @@ class TunedCost(MeasuredCost):
                             func, self.target, "main") is not None:
                         continue
                     same = seen.setdefault(tvm_ffi.structural_hash(func), [])
-                    if any(tvm.ir.structural_equal(func, other) for other in same):
+                    if any(tvm_ffi.structural_equal(func, other) for other in same):
                         continue
                     same.append(func)
                     fresh.append(t)

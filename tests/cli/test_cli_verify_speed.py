@@ -9,12 +9,15 @@ import pytest
 from taso_relay.commands import common
 
 
-@pytest.mark.parametrize("argv, expected", [([], False), (["--verify-speed"], True)])
-def test_flag_sets_the_pass_option(argv, expected):
+@pytest.mark.parametrize("argv, expected", [([], False), (["--verify-speed"], True),
+                                            (["--cost", "tuned"], True), (["--cost", "measured"], False)])
+def test_flag_sets_the_pass_option(argv, expected, tmp_path, monkeypatch):
+    """Without the flag the pass decides: on with the tuned cost model only."""
+    monkeypatch.setenv("TASO_RELAY_CACHE_DIR", str(tmp_path))  # the tuned model makes its database folder
     p = argparse.ArgumentParser()
     common.add_taso_arguments(p)
     taso = common.make_pass(p.parse_args(argv), None)
-    assert taso.verify_speed is expected
+    assert taso.verifies_speed is expected
 
 
 def test_optimize_reports_the_setting(cli, small):
@@ -37,3 +40,14 @@ def test_compile_with_tuning_prices_the_tuning_pipelines_kernels(trials, work_di
     args = argparse.Namespace(cost=None, time_limit=None, verify_speed=False, trials=trials, work_dir=work_dir)
     taso = common.make_pass(args, None)
     assert taso.lowering == lowering and taso.cost_model().lowering == lowering
+
+
+def test_compile_with_a_tuned_judge_tunes_into_the_build_database(tmp_path):
+    """`compile --cost tuned --tune-trials N`: the judge's schedules are the ones the library is built
+    with, so it tunes into the command's database, with the per-kernel budget asked for."""
+    from taso_relay.commands import common
+
+    args = argparse.Namespace(cost="tuned", time_limit=None, verify_speed=False, trials=512,
+                              work_dir=tmp_path / "db", max_trials_per_task=32)
+    model = common.make_pass(args, None).cost_model()
+    assert model.name == "tuned" and model.work_dir == tmp_path / "db" and model.trials == 32

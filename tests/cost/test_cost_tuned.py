@@ -102,3 +102,13 @@ def test_the_kernels_of_a_graph_are_tuned_in_one_run(tmp_path, target, monkeypat
                       timer=FAST)
     assert model.graph_cost(graph) > 0
     assert runs == [3] and model.tunings == 3
+    # two modules holding the same kernels: each tuned once, in one run
+    from taso_relay.bridge import module_from_graph
+    from cost_graphs import with_values
+
+    other = GraphBuilder()
+    x = other.input("x", (8, 16))
+    twice = [other.op("relu", other.op("matmul", x, other.weight(f"v{i}", (16, 16)))) for i in range(2)]
+    mod = module_from_graph(with_values(other.build(twice)))
+    model.tune_modules([mod, mod])
+    assert runs == [3, 1] and model.tunings == 4
