@@ -36,9 +36,11 @@ from .kernel import Kernel
 from .lowering import LOWERING_IDS, lower, open_database, target_key
 from .measured import MeasuredCost, kernel_module
 from .paths import default_tuning_dir
+from .progress import progress
 
 
 MS_LOGGER = "tvm.s_tir.meta_schedule"
+LOG = logging.getLogger(__name__)
 
 
 def drop_foreign_log_handlers() -> None:
@@ -181,13 +183,19 @@ class TunedCost(MeasuredCost):
                 contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
                     fresh, str(self.work_dir), seed=self.ms_seed)
                 if contexts:
-                    ms.tune.tune_tasks(tasks=contexts, task_weights=weights, work_dir=str(self.work_dir),
-                                       max_trials_global=self.trials * len(contexts),
-                                       max_trials_per_task=self.trials,
-                                       num_trials_per_iter=self.num_trials_per_iter, database=database,
-                                       cost_model=self.ms_cost_model,
-                                       builder=self.builder or local_builder(),
-                                       runner=self.ms_runner)
+                    # one MetaSchedule run can take minutes: say what is running while it does
+                    bar = progress([len(contexts)], total=1, enabled=self.progress_bar, unit="run",
+                                   desc=f"tuning {len(contexts)} kernels ({self.trials} trials each)")
+                    LOG.info("tuning %d kernels, %d trials each, into %s", len(contexts), self.trials, self.work_dir)
+                    for _ in bar:
+                        ms.tune.tune_tasks(tasks=contexts, task_weights=weights, work_dir=str(self.work_dir),
+                                           max_trials_global=self.trials * len(contexts),
+                                           max_trials_per_task=self.trials,
+                                           num_trials_per_iter=self.num_trials_per_iter, database=database,
+                                           cost_model=self.ms_cost_model,
+                                           builder=self.builder or local_builder(),
+                                           runner=self.ms_runner)
+                    bar.close()
                     self.tunings += len(contexts)
         return database
 
