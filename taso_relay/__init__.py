@@ -7,10 +7,10 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name):
-    if name == "TASOPass":
-        from .passes import TASOPass
-        return TASOPass
+    if name in ("TASOPass", "taso_pipeline"):
+        from . import passes
+        return getattr(passes, name)
     raise AttributeError(name)
 
 
-__all__ = ["TASOPass", "__version__"]
+__all__ = ["TASOPass", "__version__", "taso_pipeline"]

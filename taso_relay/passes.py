@@ -110,17 +110,22 @@ class TASOOptimizer:
       None (the default): only with the tuned cost model, whose tuning dwarfs the two builds.
     speed_budget: seconds of timing rounds per function for verify_speed (compilation not included).
     lowering: how the model will be built, for a cost model given by name: "default" (the target's
-      default pipeline) or "tuning" (MetaSchedule's static_shape_tuning pipeline, which fuses batch
-      norms into convs itself); the kernels are priced as that pipeline forms them.
+      default pipeline, when None) or "tuning" (MetaSchedule's static_shape_tuning pipeline, which fuses
+      batch norms into convs itself); the kernels are priced as that pipeline forms them. A cost model
+      given as an object (and "tuned") has its own: a lowering that contradicts it is an error.
     """
 
     def __init__(self, target=None, cost=None, time_limit: float = DEFAULT_TIME_LIMIT, rules=None, check: bool = True,
                  seed: int = 0, min_gain: float = 0.01, verify_speed: bool | None = None, speed_budget: float = 10.0,
-                 lowering: str = "default"):
+                 lowering: str | None = None):
         from .cost.lowering import check_lowering
 
         self.target = target
-        self.lowering = check_lowering(lowering)
+        self.lowering = check_lowering(lowering or "default")
+        fixed = _fixed_lowering(cost)
+        if lowering is not None and fixed not in (None, lowering):
+            raise ValueError(f"lowering={lowering!r} contradicts the cost model, which prices kernels as the "
+                             f"{fixed!r} lowering forms them")
         self.cost = cost
         self.time_limit = time_limit
         self.rules = rules
@@ -140,11 +145,9 @@ class TASOOptimizer:
         if not len(rules.matchers):
             return graph
         cost, judge = self.cost_model(), None
-        if getattr(cost, "name", "") == "tuned":
-            # Tuning each kernel the search meets would take minutes per graph: the analytic model of
-            # the same lowering searches, and the tuned one decides among the few graphs it proposes.
-            from .cost import AnalyticCost
-            cost, judge = AnalyticCost(lowering=cost.lowering), cost
+        searcher = cost.search_model() if callable(getattr(cost, "search_model", None)) else cost
+        if searcher is not cost:  # a dear model judges the few graphs a cheap one proposes
+            cost, judge = searcher, cost
         best, search_report = optimize(graph, rules, cost, time_limit=self.time_limit,
                                        saturate_merges=getattr(cost, "lowering", "default") == "tuning",
                                        judge=judge)
@@ -161,7 +164,7 @@ class TASOOptimizer:
         batch-norm folds and a conv merge were judged 2.2% cheaper and measured 8% slower."""
         if self.verify_speed is not None:
             return bool(self.verify_speed)
-        return getattr(self.cost_model(), "name", "") == "tuned"
+        return callable(getattr(self.cost_model(), "tune_modules", None))  # the tuned model, or one like it
 
     def cost_model(self):
         """The cost model in use, resolved once per pass object (the speed check needs its lowering)."""
@@ -366,6 +369,15 @@ def resolve_cost(cost, target=None, lowering: str = "default"):
     return cost
 
 
+def _fixed_lowering(cost) -> str | None:
+    """The lowering a cost model given to the pass settles itself; None where the pass's lowering decides."""
+    if cost == "tuned":
+        return "tuning"
+    if cost is None or isinstance(cost, str):
+        return None
+    return getattr(cost, "lowering", None)
+
+
 def _lowering_of(cost) -> tuple[str, object]:
     """The lowering a cost model predicts ("default" unless it says otherwise) and its tuning database."""
     lowering = getattr(cost, "lowering", "default")
@@ -409,14 +421,26 @@ TASOPass.__doc__ = """Graph superoptimization of every Relax function (a tvm.tra
 
 
 def taso_pipeline(target=None, cost=None, time_limit: float = DEFAULT_TIME_LIMIT, rules=None, check: bool = True,
-                  verify_speed: bool = False):
-    """TASOPass, then TVM's default Relax build pipeline: `tvm.compile(mod, target, relax_pipeline="taso")`."""
+                  verify_speed: bool | None = None):
+    """TASOPass, then the build its cost model priced: `tvm.compile(mod, target, relax_pipeline="taso")`.
+
+    TVM's default Relax pipeline follows, except with a cost model that tunes (cost="tuned"): the
+    search was judged on MetaSchedule's kernels, so the kernels not yet in its database are tuned
+    into it and the model is built from it (static_shape_tuning's passes). Built with the default
+    lowering instead, those kernels would run unscheduled.
+    """
 
     @tvm.transform.module_pass(opt_level=0, name="taso_pipeline")
     def _pipeline(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
-        mod = TASOPass(target=target, cost=cost, time_limit=time_limit, rules=rules, check=check,
-                       verify_speed=verify_speed)(mod)
-        return _default_pipeline(target or tvm.target.Target.current(allow_none=True))(mod)
+        where = target or tvm.target.Target.current(allow_none=True)  # tvm.compile's target: costs measured there
+        taso = TASOPass(target=where, cost=cost, time_limit=time_limit, rules=rules, check=check,
+                        verify_speed=verify_speed)
+        mod = taso(mod)
+        model = taso.cost_model()
+        if callable(getattr(model, "tune_modules", None)):
+            from .cost.lowering import lower
+            mod = lower(mod, model.target, model.tune_modules([mod]), "tuning")
+        return _default_pipeline(where)(mod)
 
     return _pipeline
 

@@ -91,3 +91,19 @@ def test_lowering_tells_the_cost_model_how_kernels_are_formed():
     assert kernels["tuning"] == ["conv2d+batch_norm+relu", "conv2d+batch_norm+add+relu"]
     with pytest.raises(ValueError, match="unknown lowering"):
         TASOPass(lowering="fast")
+
+
+def test_a_lowering_that_contradicts_the_cost_model_is_an_error():
+    """A cost model given as an object prices one lowering: a contradicting lowering= used to be
+    ignored without a word, and the search then priced kernels the build would not form."""
+    from taso_relay.cost import AnalyticCost
+
+    model = AnalyticCost(lowering="tuning")
+    assert TASOPass(cost=model).cost_model() is model
+    assert TASOPass(cost=model, lowering="tuning").cost_model() is model
+    with pytest.raises(ValueError, match="contradicts the cost model"):
+        TASOPass(cost=model, lowering="default")
+    with pytest.raises(ValueError, match="'tuning' lowering"):
+        TASOPass(cost="tuned", lowering="default")
+    assert TASOPass(cost="analytic", lowering="tuning").cost_model().lowering == "tuning"
+    assert TASOPass().cost_model().lowering == "default"

@@ -37,9 +37,10 @@ def add_target_argument(p: argparse.ArgumentParser) -> None:
 def add_taso_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cost", choices=COST_MODELS, default=None,
                    help="cost model of the search: analytic (no compilation), measured (TVM default lowering, "
-                        "timed on the target) or tuned (MetaSchedule); default: the pass's own choice")
+                        "timed on the target) or tuned (MetaSchedule, --max-trials-per-task per kernel, default 64; "
+                        "compile then builds from that database); default: the pass's own choice")
     p.add_argument("--time-limit", type=float, default=None, metavar="S",
-                   help="seconds the search may take per function (default: the pass's own, 60)")
+                   help="seconds the search may take per function (default: the pass's own, 8)")
     p.add_argument("--verify-speed", action="store_true",
                    help="time the original and the rewritten model on the target (compiled with the cost model's "
                         "lowering) and keep the rewrite only if it is measured faster; costs two extra builds")
@@ -128,8 +129,7 @@ def make_pass(args, target):
             # the search's judge tunes into the database the final build reads: the schedules it
             # timed are the ones the library gets, and no kernel is tuned twice
             from ..cost import TunedCost
-            kwargs["cost"] = TunedCost(target, trials=getattr(args, "max_trials_per_task", None) or 64,
-                                       work_dir=args.work_dir)
+            kwargs["cost"] = TunedCost(target, trials=judge_trials(args), work_dir=args.work_dir)
     if getattr(args, "time_limit", None) is not None:
         kwargs["time_limit"] = float(args.time_limit)
     if getattr(args, "verify_speed", False):
@@ -137,6 +137,11 @@ def make_pass(args, target):
     if getattr(args, "trials", 0) or getattr(args, "work_dir", None) is not None:
         kwargs["lowering"] = "tuning"  # `compile --tune-trials`: the kernels are built by MetaSchedule's pipeline
     return TASOPass(**kwargs)
+
+
+def judge_trials(args) -> int:
+    """Trials per kernel for the tuned judge: --max-trials-per-task, else 64."""
+    return getattr(args, "max_trials_per_task", None) or 64
 
 
 def run_pass(taso, mod):

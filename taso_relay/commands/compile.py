@@ -35,7 +35,9 @@ def run_compile(args) -> int:
     if args.trials < 0:
         raise common.InputError("--tune-trials must be >= 0")
     target = common.parse_target(args.target)
-    tuning = args.trials > 0 or args.work_dir is not None
+    # the tuned judge priced MetaSchedule's kernels: the library is built from its database
+    judged = getattr(args, "cost", None) == "tuned" and not args.no_taso
+    tuning = args.trials > 0 or args.work_dir is not None or judged
     work_dir = args.work_dir or Path(str(out) + ".tuning")
     if tuning:
         args.work_dir = work_dir  # TASOPass(cost="tuned") tunes into the same database
@@ -44,6 +46,9 @@ def run_compile(args) -> int:
         prepared, mod, report, pass_warnings = optimized_module(args, target, steps)
         if tuning:
             steps.step(f"tuning ({args.trials} trials)" if args.trials else "applying tuning records")
+            if judged and not args.trials:  # kernels the judge never met alone (fused otherwise) get tuned too
+                from ..cost import TunedCost
+                TunedCost(target, trials=common.judge_trials(args), work_dir=work_dir).tune_modules([mod])
             mod = tune(mod, target, args.trials, work_dir, args.max_trials_per_task, verbose=args.verbose)
         steps.step("compiling")
         with common.quiet_output():

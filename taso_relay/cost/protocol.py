@@ -158,6 +158,12 @@ class KernelCostModel:
     def _compute(self, kernels: Sequence[Kernel]) -> list[float]:
         raise NotImplementedError
 
+    def search_model(self) -> "KernelCostModel":
+        """The model the search prices its thousands of candidates with: this one, unless each of its
+        verdicts is too dear for that (TunedCost tunes every new kernel), in which case a cheap
+        stand-in searches and this model judges the few graphs the search proposes."""
+        return self
+
     def forget(self) -> None:
         """Drop the in-memory memos (the on-disk cache, if any, stays)."""
         self._memo.clear()

@@ -147,6 +147,13 @@ class TunedCost(MeasuredCost):
         """The tuning database as it is on disk now."""
         return open_database(self.work_dir)
 
+    def search_model(self):
+        """Tuning each kernel the search meets would take minutes per graph: the analytic model of
+        the same lowering searches, and this one judges what it proposes."""
+        from .analytic import AnalyticCost
+
+        return AnalyticCost(lowering=self.lowering)
+
     # ---- tuning -----------------------------------------------------------------------------
     def tune_module(self, mod):
         """Tune every fused PrimFunc of a Relax module that has no record yet; returns the database."""

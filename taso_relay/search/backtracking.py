@@ -50,7 +50,7 @@ from ..subst.match import Match, Matcher, check_context
 from ..subst.rule import Rule
 from .costing import CostFn, LocalCost, SupportsGraphCost, cost_function
 from .first import apply_first, first_phase_rules
-from .saturate import hoist_rules, merge_rules, saturate
+from .saturate import merges_and_hoists, saturate
 from .report import AppliedRewrite, SearchReport
 
 DEFAULT_ALPHA = 1.05
@@ -402,8 +402,8 @@ def backtracking_search(graph: Graph, rules: Iterable[Rule | Matcher] | RuleInde
         first_graph = searched if first_trail or merged else None
         saturated: list = []
         if saturate_merges and judged is None:
-            searched, saturated = saturate(searched, merge_rules(rules.matchers), cost_fn, start + time_limit / 2,
-                                           hoist=hoist_rules(rules.matchers))
+            merges, hoists = merges_and_hoists(rules)
+            searched, saturated = saturate(searched, merges, cost_fn, start + time_limit / 2, hoist=hoists)
         spent = time.perf_counter() - start
         search = _Search(rules, cost_fn, alpha, budget, max(0.0, time_limit - spent), incremental, batch, hops)
         search.run(searched)
@@ -417,9 +417,9 @@ def backtracking_search(graph: Graph, rules: Iterable[Rule | Matcher] | RuleInde
             options = [(before, graph, (), ()), (judged(searched), searched, tuple(first_trail), ()),
                        (judged(result), result, trail, ())]
             if saturate_merges:
-                merged_graph, steps = saturate(result, merge_rules(rules.matchers), cost_fn,
-                                               time.perf_counter() + time_limit / 2, judge=judged,
-                                               hoist=hoist_rules(rules.matchers))
+                merges, hoists = merges_and_hoists(rules)
+                merged_graph, steps = saturate(result, merges, cost_fn, time.perf_counter() + time_limit / 2,
+                                               judge=judged, hoist=hoists)
                 if steps:
                     options.append((judged(merged_graph), merged_graph, trail + tuple(steps), tuple(steps)))
             after, result, trail, saturated = min(options, key=lambda o: o[0])

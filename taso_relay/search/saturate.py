@@ -19,6 +19,7 @@ against the deadline.
 from __future__ import annotations
 
 import time
+import weakref
 from collections import Counter
 from typing import Iterable
 
@@ -57,6 +58,18 @@ def hoist_rules(matchers: Iterable[Matcher]) -> list[Matcher]:
                 target[op] > source[op] for op in HEAVY):
             out.append(matcher)
     return out
+
+
+_KINDS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def merges_and_hoists(index) -> tuple[list[Matcher], list[Matcher]]:
+    """merge_rules and hoist_rules of a RuleIndex, sorted out once per index: the pass searches
+    every function of a model with the same index of thousands of rules."""
+    kinds = _KINDS.get(index)
+    if kinds is None:
+        kinds = _KINDS[index] = (merge_rules(index.matchers), hoist_rules(index.matchers))
+    return kinds
 
 
 def _work(ops: Counter) -> int:

@@ -51,3 +51,26 @@ def test_compile_with_a_tuned_judge_tunes_into_the_build_database(tmp_path):
                               work_dir=tmp_path / "db", max_trials_per_task=32)
     model = common.make_pass(args, None).cost_model()
     assert model.name == "tuned" and model.work_dir == tmp_path / "db" and model.trials == 32
+
+
+def test_compile_with_a_tuned_judge_builds_from_its_database(cli, small, tmp_path, monkeypatch):
+    """`compile --cost tuned` without --tune-trials: the search was judged on MetaSchedule's kernels, so
+    the library is built from the judge's database (before, with TVM's default lowering), and the
+    final module's kernels are tuned into it first. Tuning is replaced by a recorder here."""
+    from taso_relay.cost.tuned import TunedCost
+
+    calls = []
+
+    def record(self, mods):
+        calls.append((self.work_dir, self.trials, len(mods)))
+        return self.database()
+
+    monkeypatch.setattr(TunedCost, "tune_modules", record)
+    out = tmp_path / "small.so"
+    status, _, err = cli("compile", small, "-o", out, "--cost", "tuned", "--time-limit", "2",
+                         "--max-trials-per-task", "16")
+    assert status == 0, err
+    meta = json.loads((tmp_path / "small.so.json").read_text())
+    assert meta["tuning"] is not None and meta["tuning"]["work_dir"] == str(out) + ".tuning"
+    assert calls and calls[-1] == (out.parent / "small.so.tuning", 16, 1)  # the final module, last
+    assert all(work_dir == calls[-1][0] for work_dir, _, _ in calls)  # the judge's database is the build's

@@ -106,6 +106,9 @@ def test_pass_searches_analytically_and_lets_a_tuned_model_judge(monkeypatch):
     class FakeTuned(Counting):
         name, lowering = "tuned", "tuning"
 
+        def search_model(self):
+            return AnalyticCost(lowering=self.lowering)
+
     seen = {}
 
     def spy(graph, rules, cost, **kwargs):
@@ -135,6 +138,9 @@ def test_a_tuned_judge_turns_the_speed_check_on_and_tunes_both_models_first(monk
     class FakeTuned(Counting):
         name, lowering = "tuned", "tuning"
 
+        def search_model(self):
+            return AnalyticCost(lowering=self.lowering)
+
         def tune_modules(self, mods):
             tuned.append(len(mods))
             return "database after tuning"
@@ -157,3 +163,24 @@ def test_a_tuned_judge_turns_the_speed_check_on_and_tunes_both_models_first(monk
     assert report.status == "optimized" and report.speed is not None and report.speed.kept
     assert tuned == [2] and seen["database"] == "database after tuning" and seen["lowering"] == "tuning"
     assert np.isclose(report.speed.speedup, 2.0)
+
+
+def test_a_model_that_searches_itself_has_no_judge(monkeypatch, tmp_path):
+    """Only a model whose search_model() names a stand-in is a judge; the analytic and measured
+    models search with themselves, and a cost model without the method is used as it is."""
+    from taso_relay import passes
+    from taso_relay.cost import MeasuredCost, TunedCost
+
+    seen = {}
+
+    def spy(graph, rules, cost, **kwargs):
+        seen.update(kwargs, cost=cost)
+        return graph, optimize(graph, [], cost, time_limit=1)[1]
+
+    monkeypatch.setattr(passes, "optimize", spy)
+    for model in (analytic(), Counting(merged_cheaper=False)):
+        passes.TASOPass(cost=model, time_limit=1).optimize_graph(qkv())
+        assert seen["cost"] is model and seen["judge"] is None
+    assert MeasuredCost().search_model().name == "measured"
+    proxy = TunedCost(work_dir=tmp_path).search_model()
+    assert isinstance(proxy, AnalyticCost) and proxy.lowering == "tuning"

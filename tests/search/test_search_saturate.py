@@ -11,7 +11,7 @@ from taso_relay.graph import GraphBuilder, evaluate
 from taso_relay.passes import resolve_rules
 from taso_relay.search import optimize
 from taso_relay.search.costing import cost_function
-from taso_relay.search.saturate import _fixpoint, hoist_rules, merge_rules, saturate
+from taso_relay.search.saturate import _fixpoint, hoist_rules, merge_rules, merges_and_hoists, saturate
 
 PEAKS = MachinePeaks(gflops=245.0, gbps=49.0, launch_s=2e-6)  # this machine's, fixed for the test
 
@@ -44,6 +44,16 @@ def test_merge_rules_are_the_ones_that_merge_heavy_operators(rules):
         ops_s = [p.op for p in m.rule.source]
         ops_t = [p.op for p in m.rule.target]
         assert ops_t.count("matmul") < ops_s.count("matmul") or ops_t.count("conv2d") < ops_s.count("conv2d")
+
+
+def test_merges_and_hoists_are_sorted_out_once_per_index(rules):
+    from taso_relay.subst.incremental import RuleIndex
+
+    merges, hoists = merges_and_hoists(rules)
+    assert merges == merge_rules(rules.matchers) and hoists == hoist_rules(rules.matchers)
+    assert merges_and_hoists(rules)[0] is merges  # the same lists: not scanned again
+    small = RuleIndex(hoists)
+    assert merges_and_hoists(small) == ([], hoists)
 
 
 def test_parallel_matmuls_merge_only_with_saturation(rules):
