@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import tvm
 from tvm import relax
 
-from ..graph import Graph, Ref
+from ..graph import Graph, Ref, weight_only
 from ..graph.interpreter import fold_weights as fold_constants
 from . import ops_table
 from .records import (CallRecord, ExportRef, Signature, group_args, is_tensor_leaf, recall, recall_opaque,
@@ -86,7 +86,7 @@ class _Emitter:
         self.tuples: dict[int, Any] = {}  # node -> variable of its tuple result
         # items other nodes read are bound right after their tuple; items only returned, when needed
         self.used = {(r.node, r.index) for n in graph.nodes for r in n.inputs}
-        self.weight_only = _weight_only(graph, set(feeds))
+        self.weight_only = weight_only(graph, frozenset(feeds))
         self.folded = _frontier(graph, fold_constants(graph, set(feeds))) if fold_weights else {}
 
     def run(self) -> None:
@@ -203,17 +203,6 @@ def _frontier(graph: Graph, known: dict) -> dict:
     read.update((r.node, r.index) for r in graph.outputs)
     return {i: [v if (i, k) in read else None for k, v in enumerate(values)]
             for i, values in known.items() if graph.nodes[i].op != "weight"}
-
-
-def _weight_only(graph: Graph, params=frozenset()) -> list[bool]:
-    """Per node: computed from weights and constants alone (FoldConstant computes it).
-
-    A weight passed as a function parameter (`params`, by name) is not a constant."""
-    const: list[bool] = []
-    for n in graph.nodes:
-        const.append((n.op == "constant" or (n.op == "weight" and n.attr_dict["name"] not in params)) or (
-            n.op not in ("input", "opaque") and bool(n.inputs) and all(const[r.node] for r in n.inputs)))
-    return const
 
 
 def _batch_norm_arithmetic(bb, attrs: dict, args: list, types: list):

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..graph import Graph, Pattern, get_op
+from ..graph import Graph, Pattern, get_op, weight_only
 from .kernel import Kernel, make_kernel
 
 ELEMWISE, BROADCAST, INJECTIVE = Pattern.ELEMWISE, Pattern.BROADCAST, Pattern.INJECTIVE
@@ -94,19 +94,6 @@ class Partition:
     folded: tuple[int, ...]  # weight-only nodes, computed at compile time
     views: tuple[int, ...]  # lone reshapes TVM turns into views
     group_of: tuple[int, ...]  # per node: kernel index, or -1 (source, folded, view)
-
-
-def weight_only(graph: Graph) -> list[bool]:
-    """Per node: true for weights, constants and anything computed only from them."""
-    flags = []
-    for node in graph.nodes:
-        if node.op in WEIGHT_OPS:
-            flags.append(True)
-        elif node.op == "input" or not node.inputs:
-            flags.append(False)
-        else:
-            flags.append(all(flags[r.node] for r in node.inputs))
-    return flags
 
 
 def canonical_order(graph: Graph) -> list[int]:

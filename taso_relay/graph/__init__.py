@@ -1,4 +1,5 @@
 """The TASO graph form: operator table, immutable graphs, interpreter. Imports no tvm."""
+from .folding import folds, weight_only
 from .graph import Graph, GraphBuilder, Node, Ref, compact, make_node
 from .interpreter import evaluate, random_feeds
 from .ops import ACTIVATIONS, OPS, OpDef, Pattern, get_op
@@ -7,5 +8,5 @@ from .types import GraphError, NotModelled, ShapeError, TensorType
 __all__ = [
     "Graph", "GraphBuilder", "Node", "Ref", "compact", "make_node", "evaluate", "random_feeds",
     "ACTIVATIONS", "OPS", "OpDef", "Pattern", "get_op", "GraphError", "NotModelled", "ShapeError",
-    "TensorType",
+    "TensorType", "folds", "weight_only",
 ]

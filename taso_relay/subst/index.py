@@ -10,13 +10,14 @@ rewrite changed -- matching and costing only ever look at a few of them.
 `foldable[i]` says that node i computes from weights and constants only: TVM's
 FoldConstant will evaluate it at compile time, so it costs nothing at run time
 and a pattern input of kind "weight" may bind to it. Opaque calls are never
-foldable (the optimizer does not know what they compute).
+foldable (the optimizer does not know what they compute): `graph.folding`.
 """
 from __future__ import annotations
 
 from typing import Sequence
 
 from ..graph import Graph, Ref
+from ..graph.folding import folds as _foldable
 
 SOURCE_OPS = frozenset({"input", "weight", "constant"})
 _CACHE_KEY = "_subst_index"
@@ -98,14 +99,6 @@ class GraphIndex:
             if self.graph.nodes[user].inputs[pos].index == ref.index and (not out or out[-1] != user):
                 out.append(user)
         return out
-
-
-def _foldable(node, foldable: list[bool]) -> bool:
-    if node.op in ("weight", "constant"):
-        return True
-    if node.op in ("input", "opaque") or not node.inputs:
-        return False
-    return all(foldable[r.node] for r in node.inputs)
 
 
 class _DerivedUsers:
