@@ -244,6 +244,9 @@ def main(argv=None) -> int:
         lowering="tuning" if args.tune_trials or args.trials_per_task else "default")
     if args.tune_trials and args.trials_per_task:
         raise SystemExit("--tune-trials and --trials-per-task are two methods: give one")
+    if args.taso_cost == "tuned" and not (args.tune_trials or args.trials_per_task):
+        raise SystemExit("--taso-cost tuned prices MetaSchedule's kernels, but this run builds with the default "
+                         "lowering: add --trials-per-task N")
 
     date = args.date or dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
     mode = report.mode_name(args.quick, args.tune_trials, args.trials_per_task)

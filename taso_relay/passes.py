@@ -149,7 +149,7 @@ class TASOOptimizer:
         if searcher is not cost:  # a dear model judges the few graphs a cheap one proposes
             cost, judge = searcher, cost
         best, search_report = optimize(graph, rules, cost, time_limit=self.time_limit,
-                                       saturate_merges=getattr(cost, "lowering", "default") == "tuning",
+                                       saturate_merges=getattr(cost, "lowering", self.lowering) == "tuning",
                                        judge=judge)
         if report is not None:
             report.search = search_report
@@ -159,8 +159,8 @@ class TASOOptimizer:
 
     @property
     def verifies_speed(self) -> bool:
-        """verify_speed, or when it is None: whether the cost model is the tuned one. Its verdicts come
-        from kernels timed alone, and a whole model can run slower than their sum says: quick ResNet-50's
+        """verify_speed, or when it is None: whether the cost model tunes kernels (TunedCost), whose
+        tuning dwarfs the two builds. Its verdicts come from kernels timed alone, and a whole model can run slower than their sum says: quick ResNet-50's
         batch-norm folds and a conv merge were judged 2.2% cheaper and measured 8% slower."""
         if self.verify_speed is not None:
             return bool(self.verify_speed)
@@ -306,7 +306,7 @@ class TASOOptimizer:
         """Measure the original against the rewritten module; SpeedCheck.kept is the verdict."""
         from .guard.speed import SpeedCheck, faster
 
-        lowering, database = _lowering_of(self.cost_model())
+        lowering, database = _lowering_of(self.cost_model(), self.lowering)
         try:
             check = self._measure_speed(func, rewritten, mod, report.name, lowering, database)
         except Exception as exc:  # noqa: BLE001 - a function the VM cannot run as given: not measured
@@ -378,9 +378,9 @@ def _fixed_lowering(cost) -> str | None:
     return getattr(cost, "lowering", None)
 
 
-def _lowering_of(cost) -> tuple[str, object]:
-    """The lowering a cost model predicts ("default" unless it says otherwise) and its tuning database."""
-    lowering = getattr(cost, "lowering", "default")
+def _lowering_of(cost, default: str = "default") -> tuple[str, object]:
+    """The lowering a cost model predicts (the pass's, `default`, unless it says) and its tuning database."""
+    lowering = getattr(cost, "lowering", default)
     if lowering not in ("default", "tuning"):
         lowering = "default"
     database = cost.database() if lowering == "tuning" and callable(getattr(cost, "database", None)) else None
@@ -439,10 +439,19 @@ def taso_pipeline(target=None, cost=None, time_limit: float = DEFAULT_TIME_LIMIT
         model = taso.cost_model()
         if callable(getattr(model, "tune_modules", None)):
             from .cost.lowering import lower
-            mod = lower(mod, model.target, model.tune_modules([mod]), "tuning")
+            where = getattr(model, "target", None) or where
+            mod = lower(mod, where, model.tune_modules([mod]), "tuning")
+            return _build_pipeline(where)(mod)  # what tvm.compile runs after it, as in TunedCost.compile_tuned
         return _default_pipeline(where)(mod)
 
     return _pipeline
+
+
+def _build_pipeline(target):
+    """The Relax passes tvm.compile runs on a module whose kernels are formed (relax_pipeline="default")."""
+    if target is not None and "gpu" in target.keys:
+        return _default_pipeline(target)
+    return relax.get_pipeline("default")
 
 
 def _default_pipeline(target):

@@ -9,6 +9,7 @@ import pytest
 import tvm
 from tvm import relax
 
+from taso_relay.graph import GraphBuilder
 from taso_relay.passes import TASOPass
 
 sys.path.insert(0, str(Path(__file__).parent / "bridge"))
@@ -107,3 +108,26 @@ def test_a_lowering_that_contradicts_the_cost_model_is_an_error():
         TASOPass(cost="tuned", lowering="default")
     assert TASOPass(cost="analytic", lowering="tuning").cost_model().lowering == "tuning"
     assert TASOPass().cost_model().lowering == "default"
+
+
+def test_a_cost_model_without_a_lowering_follows_the_pass(monkeypatch):
+    """A callable or a model that does not say which lowering it prices takes the pass's: the
+    saturation of merge rules (tuning builds only) and the speed check follow lowering=."""
+    from taso_relay import passes
+    from taso_relay.search import optimize
+
+    seen = {}
+
+    def spy(graph, rules, cost, **kwargs):
+        seen.update(kwargs)
+        return graph, optimize(graph, [], cost, time_limit=1)[1]
+
+    monkeypatch.setattr(passes, "optimize", spy)
+    graph = GraphBuilder()
+    x = graph.input("x", (2, 4))
+    g = graph.build([graph.op("relu", x)])
+    for lowering, saturates in (("tuning", True), ("default", False)):
+        taso = TASOPass(cost=lambda graph: float(len(graph.nodes)), lowering=lowering)
+        taso.optimize_graph(g)
+        assert seen["saturate_merges"] is saturates
+        assert passes._lowering_of(taso.cost_model(), taso.lowering)[0] == lowering

@@ -54,7 +54,8 @@ def add_tuning_arguments(p, trials_flag: str, default_trials: int) -> None:
                    help=f"MetaSchedule trials in total (default {default_trials}"
                         + (": no tuning" if default_trials == 0 else "") + ")")
     p.add_argument("--max-trials-per-task", type=int, default=None, metavar="N",
-                   help="MetaSchedule trials per kernel (default: the total)")
+                   help="MetaSchedule trials per kernel (default: the total; with --cost tuned and no "
+                        "--tune-trials, 64)")
     p.add_argument("--work-dir", type=Path, default=None, metavar="DIR",
                    help="MetaSchedule database: tuning records are written there and reused by later runs")
     p.add_argument("--no-taso", action="store_true", help="skip TASOPass (plain TVM, for comparison)")

@@ -24,6 +24,15 @@ def add_compile(sub) -> None:
     p.set_defaults(run=run_compile)
 
 
+def judge_database(target) -> Path:
+    """Where `--cost tuned` tunes without --tune-trials: the tuned cost model's own database for the
+    target, shared by every compile of every model, so a second compile tunes nothing again."""
+    from ..cost.paths import default_tuning_dir
+    from ..cost.tuned import tuning_key
+
+    return default_tuning_dir() / tuning_key(target)
+
+
 def sidecar_path(library) -> Path:
     return Path(str(library) + ".json")
 
@@ -38,17 +47,19 @@ def run_compile(args) -> int:
     # the tuned judge priced MetaSchedule's kernels: the library is built from its database
     judged = getattr(args, "cost", None) == "tuned" and not args.no_taso
     tuning = args.trials > 0 or args.work_dir is not None or judged
-    work_dir = args.work_dir or Path(str(out) + ".tuning")
+    work_dir = args.work_dir or (Path(str(out) + ".tuning") if args.trials or not judged else judge_database(target))
     if tuning:
         args.work_dir = work_dir  # TASOPass(cost="tuned") tunes into the same database
     n_steps = 3 + (not args.no_taso) + tuning
     with common.steps_for(args, n_steps) as steps:
         prepared, mod, report, pass_warnings = optimized_module(args, target, steps)
         if tuning:
-            steps.step(f"tuning ({args.trials} trials)" if args.trials else "applying tuning records")
             if judged and not args.trials:  # kernels the judge never met alone (fused otherwise) get tuned too
                 from ..cost import TunedCost
+                steps.step(f"tuning the kernels not yet tuned ({common.judge_trials(args)} trials each)")
                 TunedCost(target, trials=common.judge_trials(args), work_dir=work_dir).tune_modules([mod])
+            else:
+                steps.step(f"tuning ({args.trials} trials)" if args.trials else "applying tuning records")
             mod = tune(mod, target, args.trials, work_dir, args.max_trials_per_task, verbose=args.verbose)
         steps.step("compiling")
         with common.quiet_output():
@@ -62,7 +73,8 @@ def run_compile(args) -> int:
     meta = {
         "format": "taso_relay.library/1", "model": str(args.model), "library": out.name,
         "target": common.target_json(target), "taso": not args.no_taso, "changed": changed(report),
-        "tuning": {"trials": args.trials, "work_dir": str(work_dir), "records": tuning_records(work_dir)}
+        "tuning": {"trials": args.trials, "work_dir": str(work_dir), "records": tuning_records(work_dir),
+                   "trials_per_kernel": common.judge_trials(args) if judged and not args.trials else None}
         if tuning else None,
         "inputs": [dict(t.as_dict(), param=p) for t, p in zip(prepared.inputs, params)],
         "outputs": [t.as_dict() for t in prepared.outputs],
@@ -80,7 +92,9 @@ def run_compile(args) -> int:
     for r in report.values():
         print("taso     " + r.summary().replace("\n", "\n         "))
     if tuning:
-        print(f"tuning   {args.trials} trials, database {work_dir} ({meta['tuning']['records']} records)")
+        per_kernel = meta["tuning"]["trials_per_kernel"]
+        budget = f"{per_kernel} trials per new kernel" if per_kernel else f"{args.trials} trials"
+        print(f"tuning   {budget}, database {work_dir} ({meta['tuning']['records']} records)")
     print(f"wrote    {out} ({out.stat().st_size / 1024:.0f} KB) and {sidecar_path(out).name}")
     print(f"run it:  taso-relay run {out} --inputs inputs.npz")
     return 0

@@ -50,7 +50,6 @@ ELEMWISE, BROADCAST, INJECTIVE = Pattern.ELEMWISE, Pattern.BROADCAST, Pattern.IN
 REDUCE, OUT_EWISE, OPAQUE, SOURCE = Pattern.REDUCE, Pattern.OUT_EWISE_FUSABLE, Pattern.OPAQUE, Pattern.SOURCE
 
 SOURCE_OPS = frozenset({"input", "weight", "constant"})
-WEIGHT_OPS = frozenset({"weight", "constant"})
 # Ops whose lone group RewriteDataflowReshape turns into a no-copy view.
 VIEW_OPS = frozenset({"reshape", "squeeze", "expand_dims"})
 
@@ -307,7 +306,7 @@ def partition(graph: Graph, opaque=None, lowering: str = "default") -> Partition
     """
     if lowering not in TUPLE_CALLS:
         raise ValueError(f"unknown lowering '{lowering}'")
-    const = weight_only(graph)
+    const = weight_only(graph, opaque_folds=True)  # as FoldConstant treats most of them
     fw = _Forward(graph, const, opaque, lowering)
     groups = _fuse(fw)
     members: dict[int, list[int]] = {}

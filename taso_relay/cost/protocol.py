@@ -13,8 +13,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Protocol, Sequence, runtime_checkable
 
-from ..graph import Graph
-from .fusion import SOURCE_OPS, Partition, partition, weight_only
+from ..graph import Graph, weight_only
+from .fusion import SOURCE_OPS, Partition, partition
 from .kernel import Kernel, make_kernel
 
 
@@ -173,7 +173,7 @@ class KernelCostModel:
 
 def per_node_partition(graph: Graph, opaque=None) -> Partition:
     """One kernel per node that runs: no fusion (weight-only nodes still fold)."""
-    const = weight_only(graph)
+    const = weight_only(graph, opaque_folds=True)
     kernels, group_of = [], [-1] * len(graph.nodes)
     for i, node in enumerate(graph.nodes):
         if node.op in SOURCE_OPS or const[i]:

@@ -247,3 +247,13 @@ def test_rule_config_rewrites_and_keeps_numerics():
     # batch_norm folded into the conv and the two matmuls combined: fewer launches
     assert infos["tvm_rules"]["kernel_launches"] < infos["tvm"]["kernel_launches"]
     assert infos["tvm"]["search_time_s"] == 0.0
+
+
+def test_a_tuned_judge_without_a_tuned_build_is_refused_up_front(tmp_path):
+    """--taso-cost tuned prices MetaSchedule's kernels: a run that builds with the default lowering
+    would measure something else, so it stops before it imports anything, with one line."""
+    from bench import run
+
+    with pytest.raises(SystemExit, match="add --trials-per-task"):
+        run.main(["--quick", "--models", "nasrnn", "--taso-cost", "tuned", "--results-dir", str(tmp_path)])
+    assert list(tmp_path.iterdir()) == []

@@ -57,20 +57,31 @@ def test_compile_with_a_tuned_judge_builds_from_its_database(cli, small, tmp_pat
     """`compile --cost tuned` without --tune-trials: the search was judged on MetaSchedule's kernels, so
     the library is built from the judge's database (before, with TVM's default lowering), and the
     final module's kernels are tuned into it first. Tuning is replaced by a recorder here."""
+    from taso_relay.commands import compile as compile_command
     from taso_relay.cost.tuned import TunedCost
 
-    calls = []
+    monkeypatch.setenv("TASO_RELAY_CACHE_DIR", str(tmp_path / "cache"))  # the judge's default database
+    calls, built = [], []
 
     def record(self, mods):
-        calls.append((self.work_dir, self.trials, len(mods)))
+        calls.append((self.work_dir, self.trials, mods))
         return self.database()
 
+    def build_tuned(mod, target, trials, work_dir, *args, **kwargs):
+        built.append((mod, trials, work_dir))
+        return real_tune(mod, target, trials, work_dir, *args, **kwargs)
+
+    real_tune = compile_command.tune
     monkeypatch.setattr(TunedCost, "tune_modules", record)
+    monkeypatch.setattr(compile_command, "tune", build_tuned)
     out = tmp_path / "small.so"
     status, _, err = cli("compile", small, "-o", out, "--cost", "tuned", "--time-limit", "2",
                          "--max-trials-per-task", "16")
     assert status == 0, err
     meta = json.loads((tmp_path / "small.so.json").read_text())
-    assert meta["tuning"] is not None and meta["tuning"]["work_dir"] == str(out) + ".tuning"
-    assert calls and calls[-1] == (out.parent / "small.so.tuning", 16, 1)  # the final module, last
-    assert all(work_dir == calls[-1][0] for work_dir, _, _ in calls)  # the judge's database is the build's
+    (final, trials, work_dir), = built
+    assert trials == 0 and work_dir == compile_command.judge_database(common.parse_target(None))  # records applied
+    assert str(work_dir).startswith(str(tmp_path / "cache"))  # the shared database, not one per library
+    assert meta["tuning"]["work_dir"] == str(work_dir) and meta["tuning"]["trials_per_kernel"] == 16
+    assert calls[-1][0] == work_dir and calls[-1][1] == 16 and calls[-1][2] == [final]  # the module built
+    assert all(c[0] == work_dir for c in calls)  # the judge tuned into the database the build reads

@@ -171,6 +171,7 @@ def test_a_model_that_searches_itself_has_no_judge(monkeypatch, tmp_path):
     from taso_relay import passes
     from taso_relay.cost import MeasuredCost, TunedCost
 
+    monkeypatch.setenv("TASO_RELAY_CACHE_DIR", str(tmp_path / "cache"))  # the models open their caches there
     seen = {}
 
     def spy(graph, rules, cost, **kwargs):
