@@ -63,25 +63,42 @@ class SpeedCheck:
         return text + (f" ({self.note})" if self.note else "")
 
 
-def faster(before_rounds, after_rounds, min_gain: float) -> bool:
-    """Whether the rewrite is shown at least `min_gain` faster: median against median, and, with
-    the slowest fifth of the rewrite's rounds and the fastest fifth of the original's set aside,
-    every remaining round of the rewrite faster than every remaining round of the original.
+def faster(before_rounds, after_rounds, min_gain: float, alpha: float = 0.01) -> bool:
+    """Whether the rewrite is shown at least `min_gain` faster: median against median, and either
 
-    With 3 rounds nothing is set aside (every round against every round): round-to-round noise
-    of a shared machine never decides for a rewrite. With 25, one or two disturbed rounds do not
-    decide against it.
+    * with the slowest fifth of the rewrite's rounds and the fastest fifth of the original's set
+      aside, every remaining round of the rewrite faster than every remaining round of the
+      original. With 3 rounds nothing is set aside (every round against every round), so
+      round-to-round noise never decides for a rewrite; with 25, one or two disturbed rounds do
+      not decide against it. But a gain smaller than the rounds' spread never passes this, or
+    * with 10 or more rounds, the rewrite faster in so many of the pairs of rounds (timed side by
+      side, so each pair shares the machine's state) that a fair coin would do it with
+      probability at most `alpha` (a one-sided sign test; ties count against the rewrite). Quick
+      ResNeXt-50's batch-norm folds ran 3% faster by median in 17 of 25 pairs (p = 0.054) with
+      rounds spread over 13%: not shown; more rounds (now up to 60) can show such a gain.
     """
     if not before_rounds or not after_rounds:
         return False
+    if statistics.median(after_rounds) > statistics.median(before_rounds) * (1.0 - min_gain):
+        return False
     slowest_after = sorted(after_rounds)[len(after_rounds) - 1 - len(after_rounds) // 5]
     fastest_before = sorted(before_rounds)[len(before_rounds) // 5]
-    return (statistics.median(after_rounds) <= statistics.median(before_rounds) * (1.0 - min_gain)
-            and slowest_after <= fastest_before)
+    if slowest_after <= fastest_before:
+        return True
+    pairs = list(zip(before_rounds, after_rounds))
+    if len(pairs) < 10:
+        return False
+    wins = sum(after < before for before, after in pairs)
+    return sign_test_p(wins, len(pairs)) <= alpha
+
+
+def sign_test_p(wins: int, n: int) -> float:
+    """P(at least `wins` heads in `n` tosses of a fair coin)."""
+    return sum(math.comb(n, k) for k in range(wins, n + 1)) / 2 ** n
 
 
 def measure(original, rewritten, func: str, target, *, lowering: str = "default", database=None,
-            budget_s: float = 10.0, min_rounds: int = 3, max_rounds: int = 25, round_s: float = 0.05,
+            budget_s: float = 10.0, min_rounds: int = 3, max_rounds: int = 60, round_s: float = 0.05,
             seed: int = 0, close=None, compiled: dict | None = None) -> SpeedCheck:
     """Compile both modules, check their outputs agree (with `close`), time `func` interleaved.
 
