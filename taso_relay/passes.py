@@ -137,6 +137,7 @@ class TASOOptimizer:
         self.report: dict[str, FunctionReport] = {}
         self._cost_model = None
         self._compiled = {}  # verify_speed: executables by module hash, so the original is built once
+        self._module = None  # the IRModule of the function being transformed (for its cost models)
 
     # ---- the search ------------------------------------------------------------
     def optimize_graph(self, graph: Graph, report: FunctionReport | None = None) -> Graph:
@@ -148,6 +149,9 @@ class TASOOptimizer:
         searcher = cost.search_model() if callable(getattr(cost, "search_model", None)) else cost
         if searcher is not cost:  # a dear model judges the few graphs a cheap one proposes
             cost, judge = searcher, cost
+        for model in (cost, judge):  # the PrimFuncs opaque call_tir nodes call: their patterns, their kernels
+            if self._module is not None and callable(getattr(model, "set_module", None)):
+                model.set_module(self._module)
         best, search_report = optimize(graph, rules, cost, time_limit=self.time_limit,
                                        saturate_merges=getattr(cost, "lowering", self.lowering) == "tuning",
                                        judge=judge)
@@ -190,6 +194,7 @@ class TASOOptimizer:
             result = func
         finally:
             self._compiled.clear()  # whole-model executables: kept across one function's candidates only
+            self._module = None
         report.seconds = time.perf_counter() - start
         for message in report.warnings:
             warnings.warn(message, stacklevel=2)
@@ -210,6 +215,7 @@ class TASOOptimizer:
             label = graph.nodes[i].attr("label")
             report.opaque_ops[label] = report.opaque_ops.get(label, 0) + 1
         report.graph_before, report.signature = graph, imported.signature
+        self._module = mod
         best = self.optimize_graph(graph, report)
         report.graph_after = best
         if best.hash == graph.hash:
