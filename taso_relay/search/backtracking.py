@@ -425,6 +425,8 @@ def backtracking_search(graph: Graph, rules: Iterable[Rule | Matcher] | RuleInde
             after, result, trail, saturated = min(options, key=lambda o: o[0])
             if not trail:
                 found_at = start
+        if after >= before and result is not graph:  # a tie (duplicates merged at no gain): the input itself
+            result, trail, after, saturated, first_trail, merged, found_at = graph, (), before, (), (), 0, start
     finally:
         if collecting:
             gc.enable()

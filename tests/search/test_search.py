@@ -163,3 +163,16 @@ def test_the_search_is_deterministic():
     (best1, r1), (best2, r2) = runs
     assert best1.hash == best2.hash
     assert r1.applied == r2.applied and r1.expansions == r2.expansions and r1.candidates == r2.candidates
+
+
+def test_duplicates_merged_at_no_gain_give_back_the_input():
+    """Hypothesis found it: with a free operator, merging its duplicates costs the same, and the
+    search returned the merged graph, where the promise is the input itself on a tie."""
+    b = GraphBuilder()
+    x = b.input("x", (2, 3))
+    g = b.build([b.op("add", b.op("relu", x), b.op("relu", x))])
+    best, report = optimize(g, RULES, OpCost({"relu": 0.0, "add": 1.0}))
+    assert best is g and report.applied == [] and report.merged == 0 and report.first_phase == 0
+    assert report.cost_after == report.cost_before == 1.0
+    merged, paid = optimize(g, RULES, OpCost({"relu": 2.0, "add": 1.0}))  # a priced duplicate is merged
+    assert paid.merged == 1 and paid.cost_after == 3.0 and len(merged.nodes) == len(g.nodes) - 1
