@@ -164,8 +164,9 @@ class TASOOptimizer:
     @property
     def verifies_speed(self) -> bool:
         """verify_speed, or when it is None: whether the cost model tunes kernels (TunedCost), whose
-        tuning dwarfs the two builds. Its verdicts come from kernels timed alone, and a whole model can run slower than their sum says: quick ResNet-50's
-        batch-norm folds and a conv merge were judged 2.2% cheaper and measured 8% slower."""
+        tuning dwarfs the two builds. Its verdicts come from kernels timed alone, and a whole model can
+        run slower than their sum says: quick ResNet-50's batch-norm folds and a conv merge were judged
+        2.2% cheaper and measured 8% slower."""
         if self.verify_speed is not None:
             return bool(self.verify_speed)
         return callable(getattr(self.cost_model(), "tune_modules", None))  # the tuned model, or one like it

@@ -120,8 +120,7 @@ class TunedCost(MeasuredCost):
         kwargs["lowering"] = "tuning"  # static_shape_tuning's passes: the final build must match them
         super().__init__(target, **kwargs)
         self.trials = int(trials)
-        digest = hashlib.blake2b(self.target_key.encode(), digest_size=6).hexdigest()
-        self.work_dir = Path(work_dir) if work_dir else default_tuning_dir() / digest
+        self.work_dir = Path(work_dir) if work_dir else default_tuning_dir() / tuning_key(self.target)
         self.work_dir.mkdir(parents=True, exist_ok=True)
         self.num_trials_per_iter = num_trials_per_iter or min(64, max(self.trials, 1))
         self.ms_cost_model = ms_cost_model
