@@ -131,6 +131,7 @@ class TunedCost(MeasuredCost):
         if ms_runner == "local" and getattr(self.runner, "tracker_host", None) is not None:
             self.ms_runner = metaschedule_rpc_runner(self.runner)  # tune on the device we time on
         self.tunings = 0  # tasks tuned by this instance (records reused do not count)
+        self._database = self._database_stamp = None
 
     @property
     def method(self) -> str:
@@ -143,8 +144,15 @@ class TunedCost(MeasuredCost):
         return f"tuning kernels ({self.trials} trials each)"
 
     def database(self):
-        """The tuning database as it is on disk now."""
-        return open_database(self.work_dir)
+        """The tuning database as it is on disk now, read again only when its files changed.
+
+        Reading is slow: quick NASNet's 7,732 records took about 10 s to load, and the judge built
+        each of its 174 kernels against the database, so it spent most of its time re-reading it."""
+        stamp = database_stamp(self.work_dir)
+        if self._database is None or stamp != self._database_stamp:
+            self._database = open_database(self.work_dir)  # creates missing files: stamp them as made
+            self._database_stamp = stamp if None not in stamp else database_stamp(self.work_dir)
+        return self._database
 
     def search_model(self):
         """Tuning each kernel the search meets would take minutes per graph: the analytic model of
@@ -203,6 +211,8 @@ class TunedCost(MeasuredCost):
                                            runner=self.ms_runner)
                     bar.close()
                     self.tunings += len(contexts)
+                    # the records went into `database` as well as its files: no need to read them again
+                    self._database, self._database_stamp = database, database_stamp(self.work_dir)
         return database
 
     def _compute(self, kernels):
@@ -238,3 +248,15 @@ class TunedCost(MeasuredCost):
 def tuning_key(target) -> str:
     """The directory name used for a target's default tuning database."""
     return hashlib.blake2b(target_key(target).encode(), digest_size=6).hexdigest()
+
+
+def database_stamp(work_dir: Path) -> tuple:
+    """What tells whether a JSON database's files changed: their sizes and modification times."""
+    stamp = []
+    for name in ("database_workload.json", "database_tuning_record.json"):
+        try:
+            st = (work_dir / name).stat()
+            stamp.append((st.st_size, st.st_mtime_ns))
+        except FileNotFoundError:
+            stamp.append(None)
+    return tuple(stamp)

@@ -112,3 +112,19 @@ def test_the_kernels_of_a_graph_are_tuned_in_one_run(tmp_path, target, monkeypat
     mod = module_from_graph(with_values(other.build(twice)))
     model.tune_modules([mod, mod])
     assert runs == [3, 1] and model.tunings == 4
+
+
+def test_the_database_is_read_again_only_when_its_files_change(tmp_path, target):
+    import tvm
+    from tvm import te
+
+    from taso_relay.cost.lowering import open_database
+
+    m = TunedCost(target, trials=0, work_dir=tmp_path / "db", cache=False)
+    first = m.database()
+    assert m.database() is first  # unchanged files: the records already read
+    a = te.placeholder((8,), name="a")
+    mod = tvm.IRModule({"main": te.create_prim_func([a, te.compute((8,), lambda i: a[i] * 2.0)])})
+    open_database(tmp_path / "db").commit_workload(mod)  # another process adds a workload
+    again = m.database()
+    assert again is not first and again.has_workload(mod) and not first.has_workload(mod)
