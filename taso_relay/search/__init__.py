@@ -15,7 +15,7 @@ from ..graph import Graph
 from ..subst.incremental import RuleIndex
 from ..subst.match import Matcher
 from ..subst.rule import Rule
-from .backtracking import DEFAULT_ALPHA, DEFAULT_BUDGET, DEFAULT_TIME_LIMIT, backtracking_search
+from .backtracking import DEFAULT_ALPHA, DEFAULT_BUDGET, DEFAULT_TIME_LIMIT, JUDGE_MARGIN, backtracking_search
 from .costing import CostFn, LocalCost, SupportsGraphCost, cost_function
 from .report import AppliedRewrite, SearchReport
 
@@ -24,7 +24,8 @@ def optimize(graph: Graph, rules: Iterable[Rule | Matcher] | RuleIndex, cost: Su
              alpha: float = DEFAULT_ALPHA, budget: int = DEFAULT_BUDGET,
              time_limit: float = DEFAULT_TIME_LIMIT, incremental: bool = True,
              batch: bool = True, saturate_merges: bool = False,
-             judge: SupportsGraphCost | CostFn | None = None) -> tuple[Graph, SearchReport]:
+             judge: SupportsGraphCost | CostFn | None = None,
+             judge_margin: float = JUDGE_MARGIN) -> tuple[Graph, SearchReport]:
     """Search for a cheaper equivalent of `graph` with `rules`, priced by `cost`.
 
     rules: Rule objects, compiled Matchers, or a RuleIndex (build it once to search many graphs);
@@ -33,12 +34,13 @@ def optimize(graph: Graph, rules: Iterable[Rule | Matcher] | RuleIndex, cost: Su
     incremental=False: the plain (slow) loop, every candidate built and costed in full;
     batch: also try all improving, mutually distant rewrites of a graph at once;
     saturate_merges: apply each merge rule to its fixpoint first, kept where it lowers the cost;
-    judge: a dearer model `cost` stands in for: it decides the saturation and the result (backtracking_search).
+    judge: a dearer model `cost` stands in for: it decides the saturation and the result (backtracking_search);
+    judge_margin: how much cheaper it must price a graph with more rewrites to prefer it.
     """
     return backtracking_search(graph, rules, cost, alpha=alpha, budget=budget, time_limit=time_limit,
                                incremental=incremental, batch=batch, saturate_merges=saturate_merges,
-                               judge=judge)
+                               judge=judge, judge_margin=judge_margin)
 
 
 __all__ = ["AppliedRewrite", "CostFn", "DEFAULT_ALPHA", "DEFAULT_BUDGET", "DEFAULT_TIME_LIMIT", "LocalCost",
-           "SearchReport", "SupportsGraphCost", "backtracking_search", "cost_function", "optimize"]
+           "JUDGE_MARGIN", "SearchReport", "SupportsGraphCost", "backtracking_search", "cost_function", "optimize"]

@@ -78,11 +78,12 @@ def _work(ops: Counter) -> int:
 
 def saturate(graph: Graph, matchers: list[Matcher], cost_fn: CostFn, deadline: float,
              limit: int = 256, judge: CostFn | None = None,
-             hoist: list[Matcher] = ()) -> tuple[Graph, list[tuple[Match, Graph]]]:
+             hoist: list[Matcher] = (), margin: float = 0.0) -> tuple[Graph, list[tuple[Match, Graph]]]:
     """`graph` with each merge rule applied to its fixpoint where that lowers the cost; the trail.
 
     hoist: rules applied to their fixpoints after each merge rule's, before the result is priced.
-    judge: the cost that decides (default `cost_fn`); the time spent in it extends the deadline."""
+    judge: the cost that decides (default `cost_fn`); the time spent in it extends the deadline.
+    margin: the fraction a rule's fixpoint must lower the cost by to be kept."""
     trail: list[tuple[Match, Graph]] = []
     decide = judge or cost_fn
 
@@ -102,7 +103,7 @@ def saturate(graph: Graph, matchers: list[Matcher], cost_fn: CostFn, deadline: f
             reached, more = _fixpoint(reached, other, deadline, limit - len(trail) - len(steps))
             steps.extend(more)
         new_cost = priced(reached)
-        if new_cost < cost * (1 - REL_TOL):
+        if new_cost < cost * (1 - max(REL_TOL, margin)):
             graph, cost = reached, new_cost
             trail.extend(steps)
         if time.perf_counter() > deadline or len(trail) >= limit:

@@ -228,3 +228,19 @@ def test_the_cost_models_see_the_primfuncs_of_opaque_calls(tmp_path, monkeypatch
     assert seen and all(m is not None and "pad" in [gv.name_hint for gv in m.get_global_vars()] for m in seen[0])
     assert not any("leaving function" in w for w in report.warnings), report.warnings
     assert report.search is not None and report.search.settings.get("judge") == "tuned"
+
+
+def test_judge_keeps_fewer_rewrites_when_its_gain_is_within_the_margin(rules):
+    """Kernels timed alone and summed are no ground for a 0.8% gain: the input stays, unless the
+    margin is lowered."""
+    g = qkv()
+
+    def slightly_cheaper_merged(graph):
+        return 100.0 - 0.4 * (3 - graph.op_counts()["matmul"])  # each merge 0.4% cheaper
+
+    best, report = optimize(g, rules, analytic(), time_limit=3, saturate_merges=True,
+                            judge=slightly_cheaper_merged)
+    assert best is g and report.applied == [] and report.cost_after == 100.0
+    best, report = optimize(g, rules, analytic(), time_limit=3, saturate_merges=True,
+                            judge=slightly_cheaper_merged, judge_margin=0.0)
+    assert best.op_counts()["matmul"] == 1 and report.cost_after == pytest.approx(99.2)
