@@ -11,7 +11,7 @@ from taso_relay.graph import GraphBuilder, evaluate
 from taso_relay.passes import resolve_rules
 from taso_relay.search import optimize
 from taso_relay.search.costing import cost_function
-from taso_relay.search.saturate import _fixpoint, hoist_rules, merge_rules, merges_and_hoists, saturate
+from taso_relay.search.saturate import JUDGE_SLACK, _fixpoint, hoist_rules, merge_rules, merges_and_hoists, saturate
 
 PEAKS = MachinePeaks(gflops=245.0, gbps=49.0, launch_s=2e-6)  # this machine's, fixed for the test
 
@@ -125,11 +125,32 @@ def test_merged_projections_take_their_biases_along(rules):
     def fewer_matmuls(graph):  # a judge that takes any merge
         return 1.0 + graph.op_counts().get("matmul", 0)
 
-    bare, _ = saturate(g, merger, cost_fn, time.perf_counter() + 10, judge=fewer_matmuls)
-    hoisted, trail = saturate(g, merger, cost_fn, time.perf_counter() + 10, hoist=hoist, judge=fewer_matmuls)
+    anyway = float("inf")  # judge whatever the analytic model says of it
+    bare, _ = saturate(g, merger, cost_fn, time.perf_counter() + 10, judge=fewer_matmuls, slack=anyway)
+    hoisted, trail = saturate(g, merger, cost_fn, time.perf_counter() + 10, hoist=hoist, judge=fewer_matmuls,
+                              slack=anyway)
     assert bare.op_counts()["matmul"] == 1 and bare.op_counts()["add"] == 3
     assert hoisted.op_counts()["matmul"] == 1 and hoisted.op_counts()["add"] == 1
     assert sum(m.rule.id == "h-split-bias" for m, _ in trail) == 2
     x = np.random.default_rng(1).standard_normal((1, 32, 256)).astype("float32")
     for got, want in zip(evaluate(hoisted, {"x": x}), evaluate(g, {"x": x})):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_merge_priced_far_dearer_is_not_judged(rules):
+    """Judging a merge means tuning its new kernels: one the search's model prices more than
+    JUDGE_SLACK dearer is left alone, whatever the judge would have said."""
+    g = projections()
+    merger = [m for m in merge_rules(rules.matchers) if m.find(g)]
+    cost_fn = cost_function(AnalyticCost(PEAKS, lowering="tuning"))
+    judged = []
+
+    def fewer_matmuls(graph):
+        judged.append(graph)
+        return 1.0 + graph.op_counts().get("matmul", 0)
+
+    bare, _ = saturate(g, merger, cost_fn, time.perf_counter() + 10, judge=fewer_matmuls, slack=float("inf"))
+    assert cost_fn(bare) > cost_fn(g) * (1 + JUDGE_SLACK)  # the case at hand: far dearer to the analytic model
+    judged.clear()
+    kept, trail = saturate(g, merger, cost_fn, time.perf_counter() + 10, judge=fewer_matmuls)
+    assert kept is g and trail == [] and judged == [g]  # only the graph itself was judged
