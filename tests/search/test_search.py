@@ -176,3 +176,26 @@ def test_duplicates_merged_at_no_gain_give_back_the_input():
     assert report.cost_after == report.cost_before == 1.0
     merged, paid = optimize(g, RULES, OpCost({"relu": 2.0, "add": 1.0}))  # a priced duplicate is merged
     assert paid.merged == 1 and paid.cost_after == 3.0 and len(merged.nodes) == len(g.nodes) - 1
+
+
+def test_collection_resumes_without_thawing_a_users_frozen_objects():
+    import gc
+
+    from taso_relay.search.backtracking import resume_collection
+
+    if gc.get_freeze_count():
+        pytest.skip("something in this process froze objects already")
+    try:
+        gc.disable()
+        kept = [[] for _ in range(1000)]  # young objects, to be moved to the oldest generation
+        resume_collection()
+        assert gc.isenabled() and gc.get_freeze_count() == 0  # moved, not left frozen
+        gc.disable()
+        gc.freeze()  # a user's frozen objects (a forking server does this)
+        frozen = gc.get_freeze_count()
+        resume_collection()
+        assert gc.isenabled() and gc.get_freeze_count() == frozen > 0
+    finally:
+        gc.unfreeze()
+        gc.enable()
+    assert kept
