@@ -104,7 +104,8 @@ class TASOOptimizer:
       not part of time_limit.
     check: verify a changed graph on random inputs and keep the original if it differs.
     min_gain: apply the search's result only if it is predicted (and, with verify_speed,
-      measured) at least this fraction cheaper.
+      measured) at least this fraction cheaper; with a judge (cost="tuned"), also what it must
+      price a graph with more rewrites cheaper by to prefer it.
     verify_speed: compile the original and the rewritten module with the cost model's lowering,
       time both on the target (interleaved rounds, medians) and keep the rewrite only if faster.
       None (the default): only with the tuned cost model, whose tuning dwarfs the two builds.
@@ -131,13 +132,17 @@ class TASOOptimizer:
         self.rules = rules
         self.check = check
         self.seed = seed
+        if not 0.0 <= min_gain <= 1.0:
+            raise ValueError(f"min_gain must be in [0, 1], got {min_gain}")
         self.min_gain = min_gain
         self.verify_speed = verify_speed
         self.speed_budget = speed_budget
         self.report: dict[str, FunctionReport] = {}
         self._cost_model = None
         self._compiled = {}  # verify_speed: executables by module hash, so the original is built once
-        self._module = None  # the IRModule of the function being transformed (for its cost models)
+        # the IRModule of the function being transformed, for its cost models; not an argument of
+        # optimize_graph, whose two-argument form tests and subclasses replace
+        self._module = None
 
     # ---- the search ------------------------------------------------------------
     def optimize_graph(self, graph: Graph, report: FunctionReport | None = None) -> Graph:
@@ -154,7 +159,7 @@ class TASOOptimizer:
                 model.set_module(self._module)
         best, search_report = optimize(graph, rules, cost, time_limit=self.time_limit,
                                        saturate_merges=getattr(cost, "lowering", self.lowering) == "tuning",
-                                       judge=judge)
+                                       judge=judge, judge_margin=self.min_gain)
         if report is not None:
             report.search = search_report
         if search_report.cost_after > search_report.cost_before * (1.0 - self.min_gain):

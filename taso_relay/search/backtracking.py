@@ -423,6 +423,8 @@ def backtracking_search(graph: Graph, rules: Iterable[Rule | Matcher] | RuleInde
     """
     if alpha < 1.0:
         raise ValueError(f"alpha must be >= 1.0, got {alpha}")
+    if not 0.0 <= judge_margin <= 1.0:
+        raise ValueError(f"judge_margin must be in [0, 1], got {judge_margin}")
     if budget < 0 or time_limit < 0:
         raise ValueError("budget and time_limit must not be negative")
     start = time.perf_counter()

@@ -244,3 +244,12 @@ def test_judge_keeps_fewer_rewrites_when_its_gain_is_within_the_margin(rules):
     best, report = optimize(g, rules, analytic(), time_limit=3, saturate_merges=True,
                             judge=slightly_cheaper_merged, judge_margin=0.0)
     assert best.op_counts()["matmul"] == 1 and report.cost_after == pytest.approx(99.2)
+
+
+def test_a_margin_outside_zero_to_one_is_refused(rules):
+    from taso_relay import passes
+
+    with pytest.raises(ValueError, match="judge_margin"):
+        optimize(qkv(), rules, analytic(), judge_margin=-0.5, judge=lambda g: 1.0)
+    with pytest.raises(ValueError, match="min_gain"):
+        passes.TASOPass(min_gain=1.5)
