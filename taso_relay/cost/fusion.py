@@ -27,6 +27,10 @@ DecomposeOpsForInference, as static_shape_tuning runs it). The rules:
    or reduce post-dominator (an element-wise prologue of a reduce);
    phase 1: injective ops (concat, split, transpose, pad, ...) fuse into an
    injective-only post-dominator path.
+   Where two kernels compete for one element-wise consumer, the first visited
+   takes it. TVM visits in binding order; here the order depends only on the
+   fusable chains around each node, so a rewrite does not re-form kernels far
+   from it and the search can price it on the region around it.
    Outputs of tuple-returning calls (split, batch norm) go through
    tuple-get-item nodes (injective),
    graph outputs are external references (never fused into their users), and
@@ -41,7 +45,9 @@ produces on real modules.
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..graph import Graph, Pattern, get_op, weight_only
 from .kernel import Kernel, make_kernel
@@ -98,9 +104,8 @@ class Partition:
 def canonical_order(graph: Graph) -> list[int]:
     """A topological order that depends only on the graph's identity, not on how it was built.
 
-    FuseOps is order-sensitive in one case (two conv/matmul producers of one element-wise
-    op: the first visited takes it); visiting nodes in this order makes equal graphs
-    (equal hashes) partition, and therefore cost, the same.
+    Forward ids follow it, so equal graphs (equal hashes) list their kernels alike, and the
+    fusion visit order (`_Forward._visit_order`) falls back to it between identical nodes.
     """
     import heapq
 
@@ -159,6 +164,36 @@ class _Forward:
             src = self._source(r)
             if src >= 0:
                 self.extern[src] = True
+        self.visit = self._visit_order()
+
+    def _visit_order(self) -> list[int]:
+        """FuseOps' visit order: producers before the element-wise and injective consumers that
+        may join them, and otherwise by the fusable chains that lead to each node.
+
+        TVM visits in post-DFS order; where two kernels compete for one element-wise consumer,
+        the first visited takes it. Ordering by depth within the chains that can fuse, then by
+        the chain itself (the node's operator, attributes and types, and those of the chain
+        members before it) makes that choice depend only on the chains: a graph and a region
+        cut around them (search/costing.py) form the same kernels, and a rewrite elsewhere
+        changes nothing. Ties left are between identical chains, where either choice costs the same.
+        """
+        graph = self.graph
+        n = len(self.gnode)
+        keys = [_local_key(graph, g) if g >= 0 else "" for g in self.gnode]
+        for (i, k), t in self.tgi.items():
+            keys[t] = f"#{k}"
+        joins = [g < 0 or joins_producer(graph.nodes[g].op) for g in self.gnode]
+        depth = [0] * n
+        before: list[list[str]] = [[] for _ in range(n)]  # chains of the producers a node may join
+        chain = [""] * n
+        for v in range(n):  # forward ids are topological
+            chain[v] = _chain_digest(keys[v], before[v])
+            for c, _pat in self.outputs[v]:
+                if joins[c]:
+                    before[c].append(chain[v])
+                    if depth[c] <= depth[v]:
+                        depth[c] = depth[v] + 1
+        return sorted(range(n), key=lambda v: (depth[v], chain[v], v))
 
     def _add(self, gnode: int, pattern: int) -> int:
         self.gnode.append(gnode)
@@ -171,6 +206,32 @@ class _Forward:
         if self.fid[ref.node] < 0:
             return -1
         return self.tgi.get((ref.node, ref.index), self.fid[ref.node])
+
+
+def joins_producer(op: str) -> bool:
+    """Element-wise, broadcast and injective operators may join their producer's kernel."""
+    return get_op(op).pattern <= INJECTIVE
+
+
+def _local_key(graph: Graph, i: int) -> str:
+    node = graph.nodes[i]
+    return _key_of(node.op, node.attrs, node.types, tuple(graph.type_of(r) for r in node.inputs))
+
+
+@lru_cache(maxsize=65536)
+def _key_of(op, attrs, types, in_types) -> str:
+    return repr((op, attrs, types, in_types))
+
+
+def _chain_digest(key: str, before: list[str]) -> str:
+    if not before:
+        return _digest_of(key)
+    return _digest_of(key + "|" + ",".join(sorted(before)))
+
+
+@lru_cache(maxsize=65536)
+def _digest_of(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
 def _post_dominators(fw: _Forward):
@@ -268,7 +329,7 @@ def _fuse(fw: _Forward) -> _Groups:
     dom_parent, dom_pattern = _post_dominators(fw)
     groups = _Groups(fw.pattern)
     for phase in (0, 1):
-        for v in range(len(fw.gnode)):
+        for v in fw.visit:
             pat = groups.pattern[v]  # the node's own group, as GraphPartitioner reads it
             p = dom_parent[v]
             if pat == OPAQUE or p < 0 or groups.root(v) == groups.root(p):

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple, Protocol, runtime_checkable
 
-from ..graph import Graph, Node, Pattern, Ref, get_op
+from ..cost.fusion import joins_producer
+from ..graph import Graph, Node, Ref
 from ..subst.apply import RewriteRejected, apply
 from ..subst.index import SOURCE_OPS, index_of
 from ..subst.match import Match
@@ -101,13 +102,8 @@ class LocalCost:
         return delta, cut.nodes
 
 
-_FUSION_DEPTH = 3  # element-wise neighbours followed this far, looking for the kernels they join
+_FUSION_NODES = 32  # the fusion closure of a region stops growing once it has added this many nodes
 _MEMO_SIZE = 200_000  # priced (region, rewrite) pairs kept
-
-
-def _fuses_upwards(op: str) -> bool:
-    """Element-wise, broadcast and injective operators join their producer's kernel (FuseOps)."""
-    return get_op(op).pattern <= Pattern.INJECTIVE
 
 
 def extract_region(graph: Graph, match: Match, hops: int) -> Region:
@@ -148,27 +144,23 @@ def _cut(graph: Graph, seeds, hops: int) -> _Cut:
                     region.add(w)
                     nxt.append(w)
         frontier = nxt
-    # Element-wise consumers at the edge too (they may join a kernel of the region), and the
-    # producers of the region's element-wise nodes, up to the kernel they fuse into (a conv,
-    # a matmul, a reduction): without them the kernels would form differently.
-    frontier = list(region)
-    for _ in range(_FUSION_DEPTH):
+    # The kernels the region's nodes join: element-wise and injective consumers (they may fuse
+    # into a kernel of the region), and the producers of the region's element-wise nodes (the
+    # kernels those fuse into, and then *their* element-wise consumers), until nothing is added.
+    # Without them FuseOps would form the kernels differently in the cut than in the graph.
+    frontier, limit = list(region), len(region) + _FUSION_NODES
+    while frontier and len(region) < limit:
         nxt = []
         for v in frontier:
             for u, _p in index.users[v]:
-                if u not in region and _fuses_upwards(nodes[u].op):
+                if u not in region and joins_producer(nodes[u].op):
                     region.add(u)
                     nxt.append(u)
-        frontier = nxt
-    frontier = [g for g in region if _fuses_upwards(nodes[g].op)]
-    for _ in range(_FUSION_DEPTH):
-        nxt = []
-        for v in frontier:
-            for r in nodes[v].inputs:
-                w = r.node
-                if w not in region and nodes[w].op not in SOURCE_OPS:
-                    region.add(w)
-                    if _fuses_upwards(nodes[w].op):
+            if joins_producer(nodes[v].op):
+                for r in nodes[v].inputs:
+                    w = r.node
+                    if w not in region and nodes[w].op not in SOURCE_OPS:
+                        region.add(w)
                         nxt.append(w)
         frontier = nxt
     order = sorted(region)

@@ -127,6 +127,25 @@ def bert_like(layers: int = 4, seq: int = 8, hidden: int = 16, heads: int = 2) -
     return b.build([x])
 
 
+def rnn_like(steps: int = 3, hidden: int = 8, gates: int = 4, residual: bool = False) -> Graph:
+    """An unrolled recurrent cell: per gate x @ W + h @ U, then a tree of element-wise gates that
+    mixes every matmul of a step, and the state carried to the next step (as in NASRNN);
+    `residual` adds the old state to the new one."""
+    b = GraphBuilder()
+    x = b.input("x", (1, hidden))
+    h = b.weight("h0", (1, hidden))
+    for s in range(steps):
+        t = [b.op("add", b.op("matmul", x, b.weight(f"w{s}_{i}", (hidden, hidden))),
+                  b.op("matmul", h, b.weight(f"u{s}_{i}", (hidden, hidden)))) for i in range(gates)]
+        acts = ["sigmoid", "tanh", "relu"]
+        gated = [b.op(acts[i % 3], v) for i, v in enumerate(t)]
+        while len(gated) > 1:
+            a, c = gated.pop(0), gated.pop(0)
+            gated.append(b.op("tanh", b.op("mul" if len(gated) % 2 else "add", a, c)))
+        h = b.op("add", gated[0], h) if s and residual else gated[0]
+    return b.build([h])
+
+
 def random_graph(seed: int, steps: int = 12) -> Graph:
     """A random small model mixing the fixture rules' patterns: convs (some parallel), batch norms,
     relus, adds; matmuls (some parallel, some chained). Weights have no values (tests feed them)."""
