@@ -110,13 +110,14 @@ class TunedCost(MeasuredCost):
     builder / ms_runner: MetaSchedule Builder and Runner (default: local, with a build function
       that skips the slow tensor-intrinsic import; pass an RPCRunner to tune on a remote device).
     verbose: MetaSchedule's task tables on the console too (they always go to work_dir/logs).
+    tasks_per_run: kernels tuned per MetaSchedule run (its records are saved as each run ends).
     """
 
     name = "tuned"
 
     def __init__(self, target=None, *, trials: int = 64, work_dir: str | os.PathLike | None = None,
                  num_trials_per_iter: int | None = None, ms_cost_model: str = "xgb", ms_seed: int | None = 0,
-                 builder=None, ms_runner="local", verbose: bool = False, **kwargs):
+                 builder=None, ms_runner="local", verbose: bool = False, tasks_per_run: int = 16, **kwargs):
         kwargs["lowering"] = "tuning"  # static_shape_tuning's passes: the final build must match them
         super().__init__(target, **kwargs)
         self.trials = int(trials)
@@ -128,6 +129,7 @@ class TunedCost(MeasuredCost):
         self.builder = builder
         self.ms_runner = ms_runner
         self.verbose = verbose
+        self.tasks_per_run = int(tasks_per_run)
         if ms_runner == "local" and getattr(self.runner, "tracker_host", None) is not None:
             self.ms_runner = metaschedule_rpc_runner(self.runner)  # tune on the device we time on
         self.tunings = 0  # tasks tuned by this instance (records reused do not count)
@@ -170,7 +172,10 @@ class TunedCost(MeasuredCost):
         """Tune the fused PrimFuncs of several Relax modules in one MetaSchedule run; returns the database.
 
         One run, not one per module: each run pays for its builder processes and cost model, so
-        tuning the kernels of a graph one by one took about twice as long.
+        tuning the kernels of a graph one by one took about twice as long. But at most
+        `tasks_per_run` kernels per run: MetaSchedule writes a run's records only once every task
+        in it has had its first batch (with 64 trials, at its very end), so an interrupted run
+        of all of a model's kernels lost hours of tuning; now it loses one run's.
         """
         import tvm_ffi
         from tvm.s_tir import meta_schedule as ms
@@ -197,20 +202,24 @@ class TunedCost(MeasuredCost):
                 contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
                     fresh, str(self.work_dir), seed=self.ms_seed)
                 if contexts:
-                    # one MetaSchedule run can take minutes: say what is running while it does
-                    bar = progress([len(contexts)], total=1, enabled=self.progress_bar, unit="run",
-                                   desc=f"tuning {len(contexts)} kernels ({self.trials} trials each)")
+                    # a MetaSchedule run can take minutes: say what is running while it does
                     LOG.info("tuning %d kernels, %d trials each, into %s", len(contexts), self.trials, self.work_dir)
-                    for _ in bar:
-                        ms.tune.tune_tasks(tasks=contexts, task_weights=weights, work_dir=str(self.work_dir),
-                                           max_trials_global=self.trials * len(contexts),
+                    step = max(1, self.tasks_per_run)
+                    runs = range(0, len(contexts), step)
+                    bar = progress(runs, total=len(runs), enabled=self.progress_bar, unit="run",
+                                   desc=f"tuning {len(contexts)} kernels ({self.trials} trials each)")
+                    for start in bar:
+                        chunk = contexts[start:start + step]
+                        ms.tune.tune_tasks(tasks=chunk, task_weights=weights[start:start + step],
+                                           work_dir=str(self.work_dir),
+                                           max_trials_global=self.trials * len(chunk),
                                            max_trials_per_task=self.trials,
                                            num_trials_per_iter=self.num_trials_per_iter, database=database,
                                            cost_model=self.ms_cost_model,
                                            builder=self.builder or local_builder(),
                                            runner=self.ms_runner)
+                        self.tunings += len(chunk)
                     bar.close()
-                    self.tunings += len(contexts)
                     # the records went into `database` as well as its files: no need to read them again
                     self._database, self._database_stamp = database, database_stamp(self.work_dir)
         return database

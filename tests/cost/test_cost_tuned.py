@@ -128,3 +128,34 @@ def test_the_database_is_read_again_only_when_its_files_change(tmp_path, target)
     open_database(tmp_path / "db").commit_workload(mod)  # another process adds a workload
     again = m.database()
     assert again is not first and again.has_workload(mod) and not first.has_workload(mod)
+
+
+@pytest.mark.slow
+def test_an_interrupted_tuning_keeps_the_runs_that_finished(tmp_path, target, monkeypatch):
+    """MetaSchedule saves a run's records only at the end of its first round over all its tasks;
+    tuning in runs of `tasks_per_run` kernels means an interruption loses only the current run."""
+    from tvm.s_tir import meta_schedule as ms
+
+    runs = []
+    real = ms.tune.tune_tasks
+
+    def interrupted_second(**kwargs):
+        runs.append(len(kwargs["tasks"]))
+        if len(runs) == 2:
+            raise KeyboardInterrupt
+        return real(**kwargs)
+
+    monkeypatch.setattr(ms.tune, "tune_tasks", interrupted_second)
+    b = GraphBuilder()
+    y = b.input("x", (16, 32))
+    for i, width in enumerate((32, 48, 64)):
+        y = b.op("relu", b.op("matmul", y, b.weight(f"w{i}", ((32, 32, 48)[i], width))))
+    graph = b.build([y])
+    kw = dict(trials=2, work_dir=tmp_path / "db", cache=False, ms_cost_model="random", timer=FAST)
+    with pytest.raises(KeyboardInterrupt):
+        TunedCost(target, tasks_per_run=2, **kw).graph_cost(graph)
+    assert runs == [2, 1]
+    monkeypatch.setattr(ms.tune, "tune_tasks", real)
+    again = TunedCost(target, tasks_per_run=2, **kw)
+    assert again.graph_cost(graph) > 0
+    assert again.tunings == 1  # the first run's two kernels were kept
