@@ -224,29 +224,44 @@ class TASOOptimizer:
         self._module = mod
         best = self.optimize_graph(graph, report)
         report.graph_after = best
-        if best.hash == graph.hash:
+        candidates = self._candidates(graph, best, report)
+        if not candidates:
             return func  # nothing to check or emit: the very function given
         refused = None
-        for label, candidate in self._candidates(graph, best, report):
+        for label, candidate in candidates:
             rewritten, refused = self._vet(func, mod, graph, candidate, imported, report, label)
             if refused is None:
+                if label == CONTESTED:
+                    report.search.keep_contested()
                 if label == "first phase":
                     later = sorted({a.rule_id for a in report.search.applied[report.search.first_phase:]})
                     report.search.keep_first_phase()
+                    why = next(r[2] for r in report.refused if r[0] == "search")
                     report.warnings.append(f"taso_relay: the search's result for '{report.name}' "
-                                           f"{report.refused[0][2]} (rules: {', '.join(later)}); kept the first "
+                                           f"{why} (rules: {', '.join(later)}); kept the first "
                                            f"phase's {len(report.search.applied)} rewrites")
                 report.status, report.kept, report.graph_after = "optimized", label, candidate
                 report.ops_after = candidate.op_counts()
                 return rewritten
             report.refused.append((label, *refused))
+        if [label for label, _ in candidates] == [CONTESTED]:
+            report.graph_after = report.graph_before
+            return func  # the judge's verdict stands, confirmed by measurement: nothing to warn about
         return self._reject(report, func, *refused)
 
     def _candidates(self, graph: Graph, best: Graph, report: FunctionReport) -> list[tuple[str, Graph]]:
-        """What to try, in order: the search's result, then the first phase's alone (duplicates merged,
+        """What to try, in order: merges the judge refused that the search's model priced far cheaper
+        (measured only with verify_speed: the judge times kernels alone, and on full NASRNN its verdict
+        and the model's differed), the search's result, then the first phase's alone (duplicates merged,
         batch norms folded: what TVM's own rule passes give), when it differs and is predicted cheaper."""
-        out = [("search", best)]
+        out = []
         search = report.search
+        contested = getattr(search, "contested_graph", None)
+        if contested is not None and self.verifies_speed and contested.hash not in (graph.hash, best.hash):
+            out.append((CONTESTED, contested))
+        if best.hash == graph.hash:
+            return out
+        out.append(("search", best))
         first = getattr(search, "first_graph", None)
         if (first is not None and first.hash not in (graph.hash, best.hash)
                 and search.cost_first <= search.cost_before * (1.0 - self.min_gain)):
@@ -347,6 +362,9 @@ class TASOOptimizer:
         return measure(original, changed, name, self.target or execute.default_target(), lowering=lowering,
                        database=database, budget_s=self.speed_budget, seed=self.seed, close=_close,
                        compiled=self._compiled)
+
+
+CONTESTED = "contested merges"  # the candidate made of merges the judge refused (SearchReport.contested)
 
 
 @functools.lru_cache(maxsize=8)

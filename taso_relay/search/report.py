@@ -35,6 +35,12 @@ class SearchReport:
     # phase, or with a judge (settings["judge"]) at the end
     # the graph after the first phase: the pass falls back to it when the search's result is refused
     first_graph: object = field(default=None, repr=False, compare=False)
+    # Merges the judge refused though the search's model priced them far cheaper (backtracking.py):
+    # their whole trail, the judge's price and graph. A pass that measures speed may take them.
+    contested: list[AppliedRewrite] = field(default_factory=list)
+    contested_cost: float | None = None
+    contested_saturated: int = 0
+    contested_graph: object = field(default=None, repr=False, compare=False)
 
     @property
     def improvement(self) -> float:
@@ -42,8 +48,10 @@ class SearchReport:
         return self.cost_before / self.cost_after if self.cost_after > 0 else 1.0
 
     def to_dict(self) -> dict:
-        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("first_graph", "applied")}
+        data = {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name not in ("first_graph", "contested_graph", "applied", "contested")}
         data["applied"] = [asdict(a) for a in self.applied]
+        data["contested"] = [asdict(a) for a in self.contested]
         data["settings"] = dict(self.settings)
         data["improvement"] = self.improvement
         return data
@@ -56,7 +64,9 @@ class SearchReport:
         data = dict(data)
         data.pop("improvement", None)
         data.pop("first_graph", None)
+        data.pop("contested_graph", None)
         data["applied"] = [AppliedRewrite(**a) for a in data.get("applied", [])]
+        data["contested"] = [AppliedRewrite(**a) for a in data.get("contested", [])]
         return cls(**data)
 
     def keep_first_phase(self) -> None:
@@ -66,6 +76,15 @@ class SearchReport:
         self.applied = self.applied[:self.first_phase]
         self.cost_after = self.cost_first if self.cost_first is not None else self.cost_after
         self.nodes_after = len(self.first_graph.nodes)
+
+    def keep_contested(self) -> None:
+        """Widen the report to the contested merges: what the pass kept when it measured them faster."""
+        if self.contested_graph is None:
+            raise ValueError("no contested graph to keep")
+        self.applied = list(self.contested)
+        self.cost_after = self.contested_cost if self.contested_cost is not None else self.cost_after
+        self.nodes_after = len(self.contested_graph.nodes)
+        self.saturated = self.contested_saturated
 
     def to_text(self) -> str:
         gain = (1 - self.cost_after / self.cost_before) * 100 if self.cost_before else 0.0
@@ -82,6 +101,10 @@ class SearchReport:
             lines.append("  settings: " + ", ".join(f"{k}={v}" for k, v in self.settings.items()))
         if not self.applied:
             lines.append("  no rewrite applied")
+        if self.contested and self.contested != self.applied:
+            lines.append(f"  contested: {len(self.contested)} rewrites the judge priced at "
+                         f"{_fmt(self.contested_cost)}, far cheaper by the search's model (measured only with "
+                         "verify_speed)")
         counts: dict[str, int] = {}
         for a in self.applied:
             counts[a.rule_id] = counts.get(a.rule_id, 0) + 1

@@ -86,13 +86,15 @@ def _work(ops: Counter) -> int:
 def saturate(graph: Graph, matchers: list[Matcher], cost_fn: CostFn, deadline: float,
              limit: int = 256, judge: CostFn | None = None,
              hoist: list[Matcher] = (), margin: float = 0.0,
-             slack: float = JUDGE_SLACK) -> tuple[Graph, list[tuple[Match, Graph]]]:
+             slack: float = JUDGE_SLACK, refused: list | None = None) -> tuple[Graph, list[tuple[Match, Graph]]]:
     """`graph` with each merge rule applied to its fixpoint where that lowers the cost; the trail.
 
     hoist: rules applied to their fixpoints after each merge rule's, before the result is priced.
     judge: the cost that decides (default `cost_fn`); the time spent in it extends the deadline.
     margin: the fraction a rule's fixpoint must lower the cost by to be kept.
-    slack: with a judge, a fixpoint `cost_fn` prices more than this fraction dearer is not judged."""
+    slack: with a judge, a fixpoint `cost_fn` prices more than this fraction dearer is not judged.
+    refused: a list that gets (graph, its trail, `cost_fn`'s price, the judge's) of each fixpoint
+    the judge refused."""
     trail: list[tuple[Match, Graph]] = []
     decide = judge or cost_fn
 
@@ -119,6 +121,8 @@ def saturate(graph: Graph, matchers: list[Matcher], cost_fn: CostFn, deadline: f
         if new_cost < cost * (1 - max(REL_TOL, margin)):
             graph, cost, estimate = reached, new_cost, guess
             trail.extend(steps)
+        elif refused is not None and judge is not None:
+            refused.append((reached, trail + steps, guess, new_cost))
         if time.perf_counter() > deadline or len(trail) >= limit:
             break
     return graph, trail
