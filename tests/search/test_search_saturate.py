@@ -118,7 +118,7 @@ def test_merged_projections_take_their_biases_along(rules):
     concatenated biases fuses into the merged matmul, as CombineParallelMatmul does."""
     g = projections()
     hoist = hoist_rules(rules.matchers)
-    assert sorted(m.rule.id for m in hoist) == ["h-split-add", "h-split-bias"]
+    assert [m.rule.id for m in hoist] == ["h-split-bias"]
     merger = [m for m in merge_rules(rules.matchers) if m.find(g)]
     cost_fn = cost_function(AnalyticCost(PEAKS, lowering="tuning"))
 
@@ -134,48 +134,6 @@ def test_merged_projections_take_their_biases_along(rules):
     assert sum(m.rule.id == "h-split-bias" for m, _ in trail) == 2
     x = np.random.default_rng(1).standard_normal((1, 32, 256)).astype("float32")
     for got, want in zip(evaluate(hoisted, {"x": x}), evaluate(g, {"x": x})):
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-
-
-def recurrent_gates(k: int = 4, n: int = 64):
-    """NASRNN's gates: k gates each add x @ W_i and h @ U_i before their activation."""
-    rng = np.random.default_rng(0)
-    b = GraphBuilder()
-    x, h = b.input("x", (1, n)), b.input("h", (1, n))
-    gates = []
-    for i in range(k):
-        w, u = (b.weight(f"{name}{i}", (n, n), value=rng.standard_normal((n, n)).astype("float32") / n)
-                for name in ("w", "u"))
-        gates.append(b.op("sigmoid", b.op("add", b.op("matmul", x, w), b.op("matmul", h, u))))
-    out = gates[0]
-    for g in gates[1:]:
-        out = b.op("mul", out, g)
-    return b.build([out])
-
-
-def test_merged_gates_add_their_two_products_before_the_split(rules):
-    """Merged, the x and h products are split into gates and added pairwise; hoisted (h-split-add,
-    at each level of the split tree), the two products are added once, before the split, as
-    CombineParallelMatmul leaves them. On full NASRNN (MetaSchedule) the pairwise form measured
-    0.73x the unmerged model end to end, and the hoisted one 1.03x."""
-    g = recurrent_gates()
-    hoist = hoist_rules(rules.matchers)
-    merger = [m for m in merge_rules(rules.matchers) if m.find(g)]
-    cost_fn = cost_function(AnalyticCost(PEAKS, lowering="tuning"))
-
-    def fewer_matmuls(graph):  # a judge that takes any merge
-        return 1.0 + graph.op_counts().get("matmul", 0)
-
-    anyway = float("inf")
-    bare, _ = saturate(g, merger, cost_fn, time.perf_counter() + 20, judge=fewer_matmuls, slack=anyway)
-    hoisted, trail = saturate(g, merger, cost_fn, time.perf_counter() + 20, hoist=hoist, judge=fewer_matmuls,
-                              slack=anyway)
-    assert bare.op_counts()["matmul"] < 8 and bare.op_counts()["add"] == 4  # one add per gate, on split parts
-    assert hoisted.op_counts()["matmul"] <= bare.op_counts()["matmul"]
-    assert hoisted.op_counts().get("add", 0) <= 1
-    assert any(m.rule.id == "h-split-add" for m, _ in trail)
-    feeds = {name: np.random.default_rng(1).standard_normal((1, 64)).astype("float32") for name in ("x", "h")}
-    for got, want in zip(evaluate(hoisted, feeds), evaluate(g, feeds)):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
