@@ -112,3 +112,27 @@ def test_the_report_says_what_was_contested():
     assert f"contested: {len(report.contested)} rewrites" in report.to_text()
     report.keep_contested()
     assert "contested:" not in report.to_text() and report.applied == report.contested
+
+
+def test_contested_merges_must_measure_clearly_faster(monkeypatch, cost_helpers):
+    """3% faster would pass min_gain (1%), but a graph the judge refused needs CONTEST_GAIN (5%)."""
+    report, out, warned = run_pass(monkeypatch, [2.0, 2.1, 2.0, 2.05, 2.0], [1.94, 2.04, 1.94, 1.99, 1.94])
+    assert report.status != "optimized" and report.refused[0][0] == CONTESTED
+    assert report.speed.min_gain == pytest.approx(0.05) and not report.speed.kept
+
+
+def test_contested_merges_are_not_kept_unmeasured(monkeypatch, cost_helpers):
+    from taso_relay.guard.speed import SpeedCheck
+
+    def cannot_measure(self, func, rewritten, mod, name, lowering, database):
+        return SpeedCheck(lowering=lowering, note="no device")
+
+    monkeypatch.setattr(TASOOptimizer, "_measure_speed", cannot_measure)
+    from cost_graphs import with_values  # noqa: PLC0415 - tests/cost helper
+
+    taso = TASOPass(cost=MergeHater(), verify_speed=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        taso(module_from_graph(with_values(gates())))
+    report = taso.report["main"]
+    assert report.status != "optimized" and report.refused[0][0] == CONTESTED
