@@ -24,7 +24,7 @@ from .bridge.from_relax import Imported, function_name, graph_from_function
 from .bridge.to_relax import function_from_graph, module_from_graph
 from .graph import Graph, NotModelled, evaluate, random_feeds
 from .guard import check_region
-from .search import DEFAULT_TIME_LIMIT, optimize  # 8 s: the search stays under the 10 s target
+from .search import CONTEST_GAIN, DEFAULT_TIME_LIMIT, optimize  # 8 s: the search stays under the 10 s target
 from .subst import default_rules, load_rules
 from .subst.incremental import RuleIndex
 
@@ -236,32 +236,30 @@ class TASOOptimizer:
                 if label == "first phase":
                     later = sorted({a.rule_id for a in report.search.applied[report.search.first_phase:]})
                     report.search.keep_first_phase()
-                    why = next(r[2] for r in report.refused if r[0] == "search")
                     report.warnings.append(f"taso_relay: the search's result for '{report.name}' "
-                                           f"{why} (rules: {', '.join(later)}); kept the first "
+                                           f"{report.refused[0][2]} (rules: {', '.join(later)}); kept the first "
                                            f"phase's {len(report.search.applied)} rewrites")
                 report.status, report.kept, report.graph_after = "optimized", label, candidate
                 report.ops_after = candidate.op_counts()
                 return rewritten
             report.refused.append((label, *refused))
-        if [label for label, _ in candidates] == [CONTESTED]:
-            report.graph_after = report.graph_before
+        if candidates[0][0] == CONTESTED:
             return func  # the judge's verdict stands, confirmed by measurement: nothing to warn about
         return self._reject(report, func, *refused)
 
     def _candidates(self, graph: Graph, best: Graph, report: FunctionReport) -> list[tuple[str, Graph]]:
-        """What to try, in order: merges the judge refused that the search's model priced far cheaper
-        (measured only with verify_speed: the judge times kernels alone, and on full NASRNN its verdict
-        and the model's differed), the search's result, then the first phase's alone (duplicates merged,
-        batch norms folded: what TVM's own rule passes give), when it differs and is predicted cheaper."""
-        out = []
+        """What to try, in order: the search's result, then the first phase's alone (duplicates merged,
+        batch norms folded: what TVM's own rule passes give), when it differs and is predicted cheaper.
+        Where the judge kept the input, the graph it passed over that the search's model priced far
+        cheaper (SearchReport.contested), measured only with verify_speed: the judge times kernels
+        alone, and on full NASRNN its verdict and the model's differed."""
         search = report.search
-        contested = getattr(search, "contested_graph", None)
-        if contested is not None and self.verifies_speed and contested.hash not in (graph.hash, best.hash):
-            out.append((CONTESTED, contested))
         if best.hash == graph.hash:
-            return out
-        out.append(("search", best))
+            contested = getattr(search, "contested_graph", None)
+            if contested is not None and self.verifies_speed and contested.hash != graph.hash:
+                return [(CONTESTED, contested)]
+            return []
+        out = [("search", best)]
         first = getattr(search, "first_graph", None)
         if (first is not None and first.hash not in (graph.hash, best.hash)
                 and search.cost_first <= search.cost_before * (1.0 - self.min_gain)):
@@ -337,7 +335,6 @@ class TASOOptimizer:
         CONTEST_GAIN faster, and is not kept unmeasured: on full NASRNN the same merged graph
         measured 0.73x, 1.0x and 1.4x in three processes."""
         from .guard.speed import SpeedCheck, faster
-        from .search.backtracking import CONTEST_GAIN
 
         min_gain = max(self.min_gain, CONTEST_GAIN) if contested else self.min_gain
         lowering, database = _lowering_of(self.cost_model(), self.lowering)

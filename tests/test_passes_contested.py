@@ -7,35 +7,25 @@ import sys
 import warnings
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from taso_relay.bridge import module_from_graph
-from taso_relay.cost import AnalyticCost, MachinePeaks
-from taso_relay.graph import GraphBuilder
+from taso_relay.cost import AnalyticCost
 from taso_relay.passes import CONTESTED, TASOOptimizer, TASOPass, resolve_rules
 from taso_relay.search import SearchReport, optimize
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent / "search"))
+sys.path.insert(0, str(Path(__file__).parent / "cost"))
+from cost_graphs import with_values  # noqa: E402
 from test_passes import fixed_times  # noqa: E402
+from test_search_saturate import PEAKS, cell  # noqa: E402
 
-PEAKS = MachinePeaks(gflops=245.0, gbps=49.0, launch_s=2e-6)
 
 
-def gates(k: int = 4, n: int = 64):
-    """k gates of one input: matmul, bias, activation, combined (NASRNN's cell in small)."""
-    rng = np.random.default_rng(0)
-    b = GraphBuilder()
-    x = b.input("x", (1, n))
-    terms = []
-    for i in range(k):
-        w = b.weight(f"w{i}", (n, n), value=rng.standard_normal((n, n)).astype("float32") / n)
-        bias = b.weight(f"b{i}", (1, n), value=rng.standard_normal((1, n)).astype("float32"))
-        terms.append(b.op("tanh" if i % 2 else "sigmoid", b.op("add", b.op("matmul", x, w), bias)))
-    out = terms[0]
-    for t in terms[1:]:
-        out = b.op("mul", out, t)
-    return b.build([out])
+def gates():
+    """NASRNN's cell in small: four gates of one input (matmul, bias, activation), combined."""
+    return cell(k=4, n=64)
 
 
 class MergeHater:
@@ -73,8 +63,6 @@ def test_a_merge_the_judge_takes_is_not_contested():
 
 def run_pass(monkeypatch, before_ms, after_ms):
     monkeypatch.setattr(TASOOptimizer, "_measure_speed", fixed_times(before_ms, after_ms))
-    from cost_graphs import with_values  # noqa: PLC0415 - tests/cost helper
-
     mod = module_from_graph(with_values(gates()))
     taso = TASOPass(cost=MergeHater(), verify_speed=True)
     with warnings.catch_warnings(record=True) as caught:
@@ -83,14 +71,7 @@ def run_pass(monkeypatch, before_ms, after_ms):
     return taso.report["main"], out, [str(w.message) for w in caught]
 
 
-@pytest.fixture
-def cost_helpers():
-    sys.path.insert(0, str(Path(__file__).parent / "cost"))
-    yield
-    sys.path.remove(str(Path(__file__).parent / "cost"))
-
-
-def test_contested_merges_measured_faster_are_kept(monkeypatch, cost_helpers):
+def test_contested_merges_measured_faster_are_kept(monkeypatch):
     report, out, warned = run_pass(monkeypatch, [2.0, 2.1, 2.0, 2.05, 2.0], [1.5, 1.6, 1.5, 1.55, 1.5])
     assert report.status == "optimized" and report.kept == CONTESTED
     assert report.ops_after["matmul"] < report.ops_before["matmul"]
@@ -99,7 +80,7 @@ def test_contested_merges_measured_faster_are_kept(monkeypatch, cost_helpers):
     assert not any("kept the original" in w for w in warned)
 
 
-def test_contested_merges_measured_slower_leave_the_model_unchanged_quietly(monkeypatch, cost_helpers):
+def test_contested_merges_measured_slower_leave_the_model_unchanged_quietly(monkeypatch):
     report, out, warned = run_pass(monkeypatch, [2.0, 2.1, 2.0, 2.05, 2.0], [2.5, 2.6, 2.5, 2.55, 2.5])
     assert report.status != "optimized" and report.refused and report.refused[0][0] == CONTESTED
     assert report.graph_after.hash == report.graph_before.hash
@@ -114,22 +95,20 @@ def test_the_report_says_what_was_contested():
     assert "contested:" not in report.to_text() and report.applied == report.contested
 
 
-def test_contested_merges_must_measure_clearly_faster(monkeypatch, cost_helpers):
+def test_contested_merges_must_measure_clearly_faster(monkeypatch):
     """3% faster would pass min_gain (1%), but a graph the judge refused needs CONTEST_GAIN (5%)."""
     report, out, warned = run_pass(monkeypatch, [2.0, 2.1, 2.0, 2.05, 2.0], [1.94, 2.04, 1.94, 1.99, 1.94])
     assert report.status != "optimized" and report.refused[0][0] == CONTESTED
     assert report.speed.min_gain == pytest.approx(0.05) and not report.speed.kept
 
 
-def test_contested_merges_are_not_kept_unmeasured(monkeypatch, cost_helpers):
+def test_contested_merges_are_not_kept_unmeasured(monkeypatch):
     from taso_relay.guard.speed import SpeedCheck
 
     def cannot_measure(self, func, rewritten, mod, name, lowering, database):
         return SpeedCheck(lowering=lowering, note="no device")
 
     monkeypatch.setattr(TASOOptimizer, "_measure_speed", cannot_measure)
-    from cost_graphs import with_values  # noqa: PLC0415 - tests/cost helper
-
     taso = TASOPass(cost=MergeHater(), verify_speed=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

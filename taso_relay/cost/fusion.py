@@ -175,7 +175,9 @@ class _Forward:
         the chain itself (the node's operator, attributes and types, and those of the chain
         members before it) makes that choice depend only on the chains: a graph and a region
         cut around them (search/costing.py) form the same kernels, and a rewrite elsewhere
-        changes nothing. Ties left are between identical chains, where either choice costs the same.
+        changes nothing. Ties left are between identical chains: usually either choice costs the
+        same, but not when one competitor shares an input with the consumer's kernel (a strict
+        xfail in tests/search/test_costing.py).
         """
         graph = self.graph
         n = len(self.gnode)

@@ -129,6 +129,8 @@ class TunedCost(MeasuredCost):
         self.builder = builder
         self.ms_runner = ms_runner
         self.verbose = verbose
+        if int(tasks_per_run) < 1:
+            raise ValueError(f"tasks_per_run must be at least 1, got {tasks_per_run}")
         self.tasks_per_run = int(tasks_per_run)
         if ms_runner == "local" and getattr(self.runner, "tracker_host", None) is not None:
             self.ms_runner = metaschedule_rpc_runner(self.runner)  # tune on the device we time on
@@ -204,7 +206,7 @@ class TunedCost(MeasuredCost):
                 if contexts:
                     # a MetaSchedule run can take minutes: say what is running while it does
                     LOG.info("tuning %d kernels, %d trials each, into %s", len(contexts), self.trials, self.work_dir)
-                    step = max(1, self.tasks_per_run)
+                    step = self.tasks_per_run
                     runs = range(0, len(contexts), step)
                     bar = progress(runs, total=len(runs), enabled=self.progress_bar, unit="run",
                                    desc=f"tuning {len(contexts)} kernels ({self.trials} trials each)")

@@ -15,7 +15,8 @@ from ..graph import Graph
 from ..subst.incremental import RuleIndex
 from ..subst.match import Matcher
 from ..subst.rule import Rule
-from .backtracking import DEFAULT_ALPHA, DEFAULT_BUDGET, DEFAULT_TIME_LIMIT, JUDGE_MARGIN, backtracking_search
+from .backtracking import (CONTEST_GAIN, DEFAULT_ALPHA, DEFAULT_BUDGET, DEFAULT_TIME_LIMIT, JUDGE_MARGIN,
+                           backtracking_search)
 from .costing import CostFn, LocalCost, SupportsGraphCost, cost_function
 from .report import AppliedRewrite, SearchReport
 
@@ -42,5 +43,6 @@ def optimize(graph: Graph, rules: Iterable[Rule | Matcher] | RuleIndex, cost: Su
                                judge=judge, judge_margin=judge_margin)
 
 
-__all__ = ["AppliedRewrite", "CostFn", "DEFAULT_ALPHA", "DEFAULT_BUDGET", "DEFAULT_TIME_LIMIT", "LocalCost",
-           "JUDGE_MARGIN", "SearchReport", "SupportsGraphCost", "backtracking_search", "cost_function", "optimize"]
+__all__ = ["AppliedRewrite", "CONTEST_GAIN", "CostFn", "DEFAULT_ALPHA", "DEFAULT_BUDGET", "DEFAULT_TIME_LIMIT",
+           "LocalCost", "JUDGE_MARGIN", "SearchReport", "SupportsGraphCost", "backtracking_search", "cost_function",
+           "optimize"]

@@ -478,11 +478,11 @@ def backtracking_search(graph: Graph, rules: Iterable[Rule | Matcher] | RuleInde
             # depending on their form).
             # Where the judge kept the input and the search's model prices a graph it passed over far
             # cheaper, that graph is kept for the pass to measure against the input end to end.
-            passed_over = [(cost_fn(g), g, t, j, len(s)) for j, g, t, s in options if g is not result]
-            passed_over += [(guess, g, searched_trail + tuple(s), j, len(s)) for g, s, guess, j in refused]
-            if passed_over and result is graph:
-                price, *rest = min(passed_over, key=lambda c: c[0])
-                if price <= cost_fn(result) * (1 - CONTEST_GAIN):
+            if result is graph:
+                passed_over = [(cost_fn(g), g, t, j, len(s)) for j, g, t, s in options if g is not graph]
+                passed_over += [(guess, g, searched_trail + tuple(s), j, len(s)) for g, s, guess, j in refused]
+                price, *rest = min(passed_over, key=lambda c: c[0], default=(float("inf"),))
+                if price <= cost_fn(graph) * (1 - CONTEST_GAIN):
                     contested = tuple(rest)
             if not trail:
                 found_at = start

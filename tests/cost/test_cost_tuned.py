@@ -28,6 +28,11 @@ def test_zero_trials_tunes_nothing_and_keys_by_budget(tmp_path, target):
     assert "/trials=0/" in m.method and m.method.startswith("tuned/")
 
 
+def test_tasks_per_run_below_one_is_refused(tmp_path, target):
+    with pytest.raises(ValueError, match="tasks_per_run"):
+        TunedCost(target, trials=0, work_dir=tmp_path / "db", cache=False, tasks_per_run=0)
+
+
 def test_default_database_lives_in_the_user_cache(_private_cache_dir, target):
     m = TunedCost(target, trials=0, cache=False)
     assert m.work_dir.parent == _private_cache_dir / "tuning"
