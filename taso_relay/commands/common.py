@@ -128,8 +128,7 @@ def make_pass(args, target):
         if args.cost == "tuned" and getattr(args, "work_dir", None) is not None:
             # the search's judge tunes into the database the final build reads: the schedules it
             # timed are the ones the library gets, and no kernel is tuned twice
-            from ..cost import TunedCost
-            kwargs["cost"] = TunedCost(target, trials=judge_trials(args), work_dir=args.work_dir)
+            kwargs["cost"] = judge_cost(args, target)
     if getattr(args, "time_limit", None) is not None:
         kwargs["time_limit"] = float(args.time_limit)
     if getattr(args, "verify_speed", False):
@@ -137,6 +136,16 @@ def make_pass(args, target):
     if getattr(args, "trials", 0) or getattr(args, "work_dir", None) is not None:
         kwargs["lowering"] = "tuning"  # `compile --tune-trials`: the kernels are built by MetaSchedule's pipeline
     return TASOPass(**kwargs)
+
+
+def judge_cost(args, target):
+    """The command's tuned judge (TunedCost on --work-dir), made once: the pass and the build's
+    last tuning share it, and with it the database it has read."""
+    judge = getattr(args, "judge_cost", None)
+    if judge is None:
+        from ..cost import TunedCost
+        judge = args.judge_cost = TunedCost(target, trials=judge_trials(args), work_dir=args.work_dir)
+    return judge
 
 
 def judge_trials(args) -> int:

@@ -55,9 +55,8 @@ def run_compile(args) -> int:
         prepared, mod, report, pass_warnings = optimized_module(args, target, steps)
         if tuning:
             if judged and not args.trials:  # kernels the judge never met alone (fused otherwise) get tuned too
-                from ..cost import TunedCost
                 steps.step(f"tuning the kernels not yet tuned ({common.judge_trials(args)} trials each)")
-                TunedCost(target, trials=common.judge_trials(args), work_dir=work_dir).tune_modules([mod])
+                common.judge_cost(args, target).tune_modules([mod])
             else:
                 steps.step(f"tuning ({args.trials} trials)" if args.trials else "applying tuning records")
             mod = tune(mod, target, args.trials, work_dir, args.max_trials_per_task, verbose=args.verbose)

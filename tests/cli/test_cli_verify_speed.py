@@ -64,7 +64,7 @@ def test_compile_with_a_tuned_judge_builds_from_its_database(cli, small, tmp_pat
     calls, built = [], []
 
     def record(self, mods):
-        calls.append((self.work_dir, self.trials, mods))
+        calls.append((self.work_dir, self.trials, mods, self))
         return self.database()
 
     def build_tuned(mod, target, trials, work_dir, *args, **kwargs):
@@ -85,3 +85,4 @@ def test_compile_with_a_tuned_judge_builds_from_its_database(cli, small, tmp_pat
     assert meta["tuning"]["work_dir"] == str(work_dir) and meta["tuning"]["trials_per_kernel"] == 16
     assert calls[-1][0] == work_dir and calls[-1][1] == 16 and calls[-1][2] == [final]  # the module built
     assert all(c[0] == work_dir for c in calls)  # the judge tuned into the database the build reads
+    assert len(calls) >= 2 and len({id(c[3]) for c in calls}) == 1  # one judge: the build's last tuning reuses the pass's
