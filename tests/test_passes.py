@@ -211,7 +211,7 @@ FIXTURE_RULES = Path(__file__).parent / "subst" / "rules_fixture.json"
 def test_pass_merges_parallel_convs_and_keeps_results(run_module, rng):
     """Inception-style block: two 1x1 convs on one input merge under a fixed per-op cost."""
     from taso_relay.cost import FixedCost
-    from taso_relay.guard.speed import faster
+    from taso_relay.guard.speed import faster, runtime_threads
     from taso_relay.subst import load_rules
 
     mod = import_onnx(inception_block())
@@ -336,7 +336,7 @@ def test_verify_speed_end_to_end_measures_both_and_keeps_results(run_module, rng
     """Real compilation and timing (a short budget): whatever the verdict, both times are
     reported and the returned module computes what the original does."""
     from taso_relay.cost import FixedCost
-    from taso_relay.guard.speed import faster
+    from taso_relay.guard.speed import faster, runtime_threads
     from taso_relay.subst import load_rules
 
     mod = import_onnx(inception_block())
@@ -349,6 +349,7 @@ def test_verify_speed_end_to_end_measures_both_and_keeps_results(run_module, rng
     report = taso.report["main"]
     speed = report.speed
     assert speed.measured and speed.before_s > 0 and speed.after_s > 0
+    assert speed.threads == runtime_threads() and speed.target_cores is None  # TARGET names no num-cores
     assert len(speed.before_rounds) == len(speed.after_rounds) >= 3
     assert report.status == ("optimized" if speed.kept else "rejected")
     assert speed.kept == faster(speed.before_rounds, speed.after_rounds, taso.min_gain)

@@ -35,6 +35,8 @@ class SpeedCheck:
     kept: bool = True  # the rewritten function was kept
     candidate: str = "search"  # which rewrite was measured: the search's result or the first phase's alone
     same_outputs: bool | None = None  # the two compiled functions' outputs agree (None: not compared)
+    threads: int | None = None  # TVM runtime threads the timing ran with (TVM_NUM_THREADS)
+    target_cores: int | None = None  # the target's num-cores, which the schedules were made for
     note: str = ""  # why it was not measured
 
     @property
@@ -57,10 +59,15 @@ class SpeedCheck:
             verdict = f"{self.candidate}: {verdict}"
         if not self.measured:
             return f"speed check ({self.lowering} lowering): not measured ({self.note}); {verdict}"
-        text = (f"speed check ({self.lowering} lowering): original {self.before_s * 1e3:.3f} ms, "
+        threads = f", {self.threads} thread{'s' if self.threads != 1 else ''}" if self.threads else ""
+        text = (f"speed check ({self.lowering} lowering{threads}): original {self.before_s * 1e3:.3f} ms, "
                 f"rewritten {self.after_s * 1e3:.3f} ms (x{self.speedup:.3f}; median of {len(self.before_rounds)} "
                 f"rounds of {self.number} runs; needs x{1 / (1 - self.min_gain):.3f}) -> {verdict}")
-        return text + (f" ({self.note})" if self.note else "")
+        notes = [self.note] if self.note else []
+        if self.threads and self.target_cores and self.threads < self.target_cores:
+            notes.append(f"TVM ran {self.threads} of the target's {self.target_cores} cores: set TVM_NUM_THREADS "
+                         "to time what a deployment with all of them would run")
+        return text + "".join(f" ({n})" for n in notes)
 
 
 def faster(before_rounds, after_rounds, min_gain: float, alpha: float = 0.01) -> bool:
@@ -116,7 +123,7 @@ def measure(original, rewritten, func: str, target, *, lowering: str = "default"
     from ..cost.lowering import as_target
 
     target = as_target(target)
-    check = SpeedCheck(lowering=lowering)
+    check = SpeedCheck(lowering=lowering, threads=runtime_threads(), target_cores=_cores(target))
     start = time.perf_counter()
     executables = [_compile(m, target, database, lowering, compiled) for m in (original, rewritten)]
     check.compile_s = time.perf_counter() - start
@@ -146,6 +153,24 @@ def measure(original, rewritten, func: str, target, *, lowering: str = "default"
     check.before_rounds, check.after_rounds = times
     check.before_s, check.after_s = statistics.median(times[0]), statistics.median(times[1])
     return check
+
+
+def runtime_threads() -> int | None:
+    """The threads TVM's runtime runs kernels with in this process.
+
+    Unless TVM_NUM_THREADS says otherwise, TVM takes half the logical CPUs on x86 (it assumes
+    two hyperthreads per core): one thread on a 2-vCPU machine. A rewrite's gain can hinge on it:
+    full NASRNN's merged matmuls ran 1.2-1.45x faster than the original on two threads and
+    about 0.75x on one."""
+    import tvm
+
+    num_threads = tvm.get_global_func("runtime.NumThreads", allow_missing=True)
+    return int(num_threads()) if num_threads is not None else None
+
+
+def _cores(target) -> int | None:
+    cores = target.attrs.get("num-cores") if target.kind.name == "llvm" else None
+    return int(cores) if cores is not None and int(cores) > 0 else None
 
 
 COMPILED_KEPT = 4  # executables a cache holds (whole models: not many)

@@ -474,8 +474,8 @@ def backtracking_search(graph: Graph, rules: Iterable[Rule | Matcher] | RuleInde
             searched_trail = trail
             after, result, trail, saturated = judged_choice(options, judge_margin)
             # The judge times kernels alone, and a model can run otherwise (full NASRNN's merges: judged
-            # 2.5% dearer, priced 7% cheaper by the search's model, measured 0.73x to 1.03x end to end
-            # depending on their form).
+            # 2.5% dearer, priced 7% cheaper by the search's model, measured 0.9x to 1.45x end to end on
+            # two threads, as the machine's other tenants allowed).
             # Where the judge kept the input and the search's model prices a graph it passed over far
             # cheaper, that graph is kept for the pass to measure against the input end to end.
             if result is graph:

@@ -84,3 +84,25 @@ def test_unpaired_noise_is_not_a_gain():
         same = [list(2.3 * machine * (1 + 0.02 * rng.standard_normal(60))) for _ in range(2)]
         accepted += faster(same[0], same[1], 0.0)
     assert accepted <= 8  # 1% of 400 is 4; 8 allows for chance
+
+
+def test_report_names_the_threads_and_cores_left_idle():
+    """A rewrite's gain can hinge on the thread count, so the verdict says what it was timed with."""
+    base = dict(before_s=0.002, after_s=0.001, before_rounds=[0.002] * 3, after_rounds=[0.001] * 3)
+    short = SpeedCheck(threads=1, target_cores=2, **base).to_text()
+    assert "1 thread)" in short and "TVM ran 1 of the target's 2 cores" in short
+    full = SpeedCheck(threads=2, target_cores=2, **base).to_text()
+    assert "2 threads" in full and "cores" not in full
+    assert "thread" not in SpeedCheck(**base).to_text()  # not known: not claimed
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_runtime_threads_follows_tvm_num_threads(threads):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TVM_NUM_THREADS=threads)
+    code = "from taso_relay.guard.speed import runtime_threads; print(runtime_threads())"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == threads
