@@ -38,7 +38,7 @@ def device_of(target) -> "tvm.runtime.Device":
 def run_executable(ex, inputs: Sequence[np.ndarray], func: str = "main", device=None) -> list[np.ndarray]:
     device = device or tvm.cpu()
     vm = relax.VirtualMachine(ex, device)
-    return flatten(vm[func](*[tvm.runtime.tensor(np.ascontiguousarray(x), device) for x in inputs]))
+    return flatten(vm[func](*[tvm.runtime.tensor(np.asarray(x, order="C"), device) for x in inputs]))
 
 
 def run_module(mod: tvm.IRModule, inputs: Sequence[np.ndarray], target=None, func: str = "main") -> list[np.ndarray]:

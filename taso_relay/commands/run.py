@@ -121,7 +121,7 @@ def run_run(args) -> int:
         raise common.InputError(f"cannot load {lib_path} as a TVM library: {common.first_line(exc)}") from None
     with common.steps_for(args, 1 + args.print_time) as steps:
         steps.step("running")
-        tensors = [tvm.runtime.tensor(np.ascontiguousarray(x), device) for x in inputs]
+        tensors = [tvm.runtime.tensor(np.asarray(x, order="C"), device) for x in inputs]
         try:
             outputs = flatten(vm["main"](*tensors))
         except Exception as exc:  # noqa: BLE001 - wrong number or shape of inputs

@@ -130,7 +130,7 @@ def measure(original, rewritten, func: str, target, *, lowering: str = "default"
     device = device_of(target)
     params = original[func].params
     arrays = random_inputs(params, np.random.default_rng(seed))
-    inputs = [tvm.runtime.tensor(np.ascontiguousarray(x), device) for x in arrays]
+    inputs = [tvm.runtime.tensor(np.asarray(x, order="C"), device) for x in arrays]
     vms = [relax.VirtualMachine(ex, device) for ex in executables]
     outs = [flatten(vm[func](*inputs)) for vm in vms]  # also the warm-up run
     if close is not None:

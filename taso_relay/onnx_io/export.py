@@ -49,7 +49,7 @@ class _Writer:
     def const(self, value, base: str = "c") -> str:
         from onnx import numpy_helper
         name = self.name(base)
-        self.inits.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
+        self.inits.append(numpy_helper.from_array(np.asarray(value, order="C"), name))
         return name
 
     def ints(self, values) -> str:

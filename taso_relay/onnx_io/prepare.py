@@ -259,7 +259,7 @@ def fold_constants(model, max_rounds: int = 8):
         graph.node.extend(kept)
         for name, value in new_consts.items():
             if name in used:
-                graph.initializer.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
+                graph.initializer.append(numpy_helper.from_array(np.asarray(value, order="C"), name))
         _drop_unused_initializers(model, used)
         total += folded
         model = infer_shapes(model)

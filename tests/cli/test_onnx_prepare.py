@@ -49,6 +49,24 @@ def test_fold_constants_handles_constant_nodes_and_shape_slices():
     assert "one" not in inits  # initializers nobody uses any more are dropped
 
 
+def test_a_folded_scalar_keeps_rank_zero(tmp_path):
+    """x[0] of a 2-D x through a scalar Constant index: folded to an initializer, the index must stay
+    0-d, or the Gather keeps an extra axis (a PyTorch ViT's class token came out [1, 1, 10])."""
+    nodes = [helper.make_node("Constant", [], ["zero"], value=numpy_helper.from_array(np.array(0, np.int64))),
+             helper.make_node("Identity", ["zero"], ["i"]),  # folded: a new initializer
+             helper.make_node("Gather", ["x", "i"], ["y"], axis=0)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])])
+    path = models.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "take.onnx")
+    prepared = prepare(path)
+    assert prepared.folded >= 1
+    assert [list(t.dims) for t in prepared.model.graph.initializer] == [[]]
+    assert prepared.outputs[0].shape == (3,)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    (got,) = run_module(prepared.mod, [x])
+    assert got.shape == (3,) and got.tolist() == x[0].tolist()
+
+
 def test_unsupported_operator_is_named(tmp_path):
     graph = helper.make_graph([helper.make_node("Det", ["x"], ["y"])], "g",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 3])],

@@ -70,7 +70,7 @@ def split_infer(types, attrs):
 
 def _split_ref(xs, attrs):
     bounds = np.cumsum(attrs["sizes"])[:-1]
-    return [np.ascontiguousarray(p) for p in np.split(xs[0], bounds, axis=attrs["axis"])]
+    return [np.asarray(p, order="C") for p in np.split(xs[0], bounds, axis=attrs["axis"])]
 
 
 register(OpDef("split", 1, {"axis": 0, "sizes": ()}, split_infer, _split_ref, _same(_split_ref),
@@ -87,7 +87,7 @@ def transpose_infer(types, attrs):
 
 
 def _transpose_ref(xs, attrs):
-    return [np.ascontiguousarray(np.transpose(xs[0], attrs["perm"]))]
+    return [np.asarray(np.transpose(xs[0], attrs["perm"]), order="C")]
 
 
 register(OpDef("transpose", 1, {"perm": ()}, transpose_infer, _transpose_ref, _same(_transpose_ref),
@@ -159,7 +159,7 @@ def _strided_slice_ref(xs, attrs):
     for k, axis in enumerate(attrs["axes"]):
         stride = attrs["strides"][k] if attrs["strides"] else 1
         index[axis] = slice(attrs["begin"][k], attrs["end"][k], stride)
-    return [np.ascontiguousarray(xs[0][tuple(index)])]
+    return [np.asarray(xs[0][tuple(index)], order="C")]
 
 
 def _canon_slice(types, attrs):
@@ -230,7 +230,7 @@ def broadcast_to_infer(types, attrs):
 
 
 def _broadcast_to_ref(xs, attrs):
-    return [np.ascontiguousarray(np.broadcast_to(xs[0], attrs["shape"]))]
+    return [np.asarray(np.broadcast_to(xs[0], attrs["shape"]), order="C")]
 
 
 register(OpDef("broadcast_to", 1, {"shape": ()}, broadcast_to_infer, _broadcast_to_ref,

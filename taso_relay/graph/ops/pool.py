@@ -83,7 +83,7 @@ def _pool_eval(kind, xs, attrs, p=None):
             out = (win.sum(axis=-1) % p) * inv % p
         else:
             out = (win.sum(axis=-1) / np.maximum(count, 1)).astype(x.dtype)
-    return [np.ascontiguousarray(np.transpose(out, _inverse(DATA_TO_NCHW[attrs["layout"]])))]
+    return [np.asarray(np.transpose(out, _inverse(DATA_TO_NCHW[attrs["layout"]])), order="C")]
 
 
 register(OpDef("max_pool2d", 1, POOL_ATTRS, pool_infer("max_pool2d"),
