@@ -210,7 +210,7 @@ class TASOOptimizer:
         if func.attrs is not None and any(k in func.attrs for k in SKIPPED_ATTRS):
             report.status = "skipped"
             return func
-        imported = graph_from_function(func, report.name)
+        imported = graph_from_function(func, report.name, mod)
         if imported is None:
             report.status = "skipped" if not _has_bindings(func) else "unchanged"
             return func

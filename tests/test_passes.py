@@ -228,6 +228,29 @@ def test_pass_merges_parallel_convs_and_keeps_results(run_module, rng):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+def test_pass_reads_through_the_shape_bindings_of_an_embedding(run_module):
+    """An embedding Gather makes TVM's importer bind R.shape_of(W) (every transformer export does):
+    the graph has no shape values, so the function is imported again after FoldConstant, rewritten,
+    and computes what the original does. Before, the whole function was left unchanged."""
+    from bridge_onnx_models import embedding_block
+
+    from taso_relay.cost import FixedCost
+    from taso_relay.subst import load_rules
+
+    mod = import_onnx(embedding_block())
+    assert any(isinstance(b.var.ty, relax.ShapeType) for block in mod["main"].body.blocks for b in block.bindings)
+    rules = [r for r in load_rules(FIXTURE_RULES) if r.id == "merge-parallel-matmul"]
+    taso = TASOPass(rules=rules, cost=FixedCost({"matmul": 10.0, "concat": 1.0, "split": 1.0}), time_limit=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "leaving function 'main' unchanged"
+        out = taso(mod)
+    report = taso.report["main"]
+    assert report.status == "optimized", report.summary()
+    assert report.ops_before["matmul"] == 2 and report.ops_after["matmul"] == 1
+    ids = np.array([[3, 0, 11, 3]], dtype="int64")
+    np.testing.assert_allclose(run_module(out, [ids])[0], run_module(mod, [ids])[0], rtol=1e-5, atol=1e-5)
+
+
 def test_pass_with_no_proven_rules_changes_nothing(resnet):
     taso = TASOPass(rules=[])
     out = taso(resnet)

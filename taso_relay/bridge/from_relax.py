@@ -45,15 +45,53 @@ def function_name(func, default: str = "main") -> str:
     return str(attrs["global_symbol"]) if "global_symbol" in attrs else default
 
 
-def graph_from_function(func, name: str | None = None) -> Imported | None:
-    """The graph of `func`, or None with a warning when the function must stay unchanged."""
+def graph_from_function(func, name: str | None = None, mod=None) -> Imported | None:
+    """The graph of `func`, or None with a warning when the function must stay unchanged.
+
+    A function that binds shape values is imported once more after FoldConstant (`shapes_folded`);
+    `mod` supplies the PrimFuncs its call_tir calls, which folding may evaluate."""
     name = name or function_name(func)
     try:
         return import_function(func, name)
     except NothingToDo:
         return None
     except Unsupported as exc:
-        warnings.warn(f"taso_relay: leaving function '{name}' unchanged: {exc}", stacklevel=2)
+        reason = exc
+    folded = shapes_folded(func, name, mod)
+    if folded is not None:
+        try:
+            return import_function(folded, name)
+        except NothingToDo:
+            return None
+        except Unsupported as exc:
+            reason = exc
+    warnings.warn(f"taso_relay: leaving function '{name}' unchanged: {reason}", stacklevel=2)
+    return None
+
+
+def shapes_folded(func, name: str, mod=None):
+    """`func` after FoldConstant, if it binds shape values; else None.
+
+    TVM's ONNX importer reads the extent of a Gather's axis as `R.shape_of(W)` and
+    `R.shape_to_tensor`: every embedding lookup of a PyTorch or transformers export
+    (BERT, GPT-2, DistilBERT, T5), and a ViT's head split, bind `R.Shape` values, which
+    the graph has no place for. Their shapes are static, and FoldConstant turns them
+    into constants (as it does weight-only computations, which the graph leaves alone
+    anyway). The numbers do not change; the original function is still what the pass
+    returns when it finds nothing to rewrite."""
+    import tvm
+
+    if not isinstance(func, relax.Function) or not any(
+            isinstance(b.var.ty, relax.ShapeType) for block in getattr(func.body, "blocks", ()) for b in block.bindings):
+        return None
+    module = tvm.IRModule({name: func})
+    if mod is not None:  # the PrimFuncs its call_tir calls
+        for gvar, other in mod.functions.items():
+            if not isinstance(other, relax.Function):
+                module[gvar] = other
+    try:
+        return relax.transform.FoldConstant()(module)[name]
+    except Exception:  # noqa: BLE001 - folding failed: the first reason stands
         return None
 
 

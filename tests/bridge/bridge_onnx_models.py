@@ -121,6 +121,16 @@ def with_unmodelled_ops():
                    [(values, F32, [1, 2]), (indices, TensorProto.INT64, [1, 2]), (cums, F32, [1, 5])])
 
 
+def embedding_block(vocab=12, dim=8, seq=4):
+    """Token ids -> an embedding Gather -> two parallel MatMuls, added. TVM's importer reads the
+    Gather's axis extent as R.shape_of(W): a shape binding, as in every transformer export.
+    Not in MODELS: its input is token ids, which random float inputs do not give."""
+    m = Model(5)
+    e = m.op("Gather", [m.weight((vocab, dim)), "ids"], axis=0)
+    y = m.op("Add", [m.op("MatMul", [e, m.weight((dim, dim))]), m.op("MatMul", [e, m.weight((dim, dim))])])
+    return m.build([("ids", TensorProto.INT64, [1, seq])], [(y, F32, [1, seq, dim])])
+
+
 MODELS = {
     "resnet_block": resnet_block,
     "inception_block": inception_block,
