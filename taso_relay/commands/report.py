@@ -63,32 +63,48 @@ def _ops(counts: dict) -> str:
 
 
 def format_report(reports: dict) -> list[str]:
-    """Readable lines for every function the pass saw."""
+    """Readable lines for every function the pass saw: its summary, then what the summary leaves out."""
     lines = []
     for report in reports.values():
-        summary = report.summary() if hasattr(report, "summary") else str(report)
+        has_summary = hasattr(report, "summary")
+        summary = report.summary() if has_summary else str(report)
         lines.extend(summary.splitlines())
         before, after = getattr(report, "ops_before", {}), getattr(report, "ops_after", {})
         if before:
             lines.append(f"  ops before: {_ops(before)}")
         if after and after != before:
             lines.append(f"  ops after:  {_ops(after)}")
-        for name in EXTRA_FIELDS:
-            value = getattr(report, name, None)
-            if value in (None, [], {}, ""):
-                continue
-            if hasattr(value, "to_text"):
-                lines.append(f"  {name.replace('_', ' ')}:")
-                lines.extend(f"    {line}" for line in str(value.to_text()).splitlines())
-            elif isinstance(value, (list, tuple)):
-                lines.append(f"  {name.replace('_', ' ')}:")
-                lines.extend(f"    {item}" for item in value)
-            else:
-                lines.append(f"  {name.replace('_', ' ')}: {value}")
-        if getattr(report, "status", "") != "optimized" and not any(
-                getattr(report, n, None) for n in ("rewrites", "applied")):
-            lines.append("  no rewrite applied")
+        if not has_summary:  # FunctionReport.summary() already shows the search, its costs and rewrites
+            lines.extend(_extra_fields(report))
+        if getattr(report, "status", "") != "optimized" and not getattr(report, "rewrites", None):
+            lines.append("  " + _why_unchanged(report))
     return lines
+
+
+def _extra_fields(report) -> list[str]:
+    lines = []
+    for name in EXTRA_FIELDS:
+        value = getattr(report, name, None)
+        if value in (None, [], {}, ""):
+            continue
+        if hasattr(value, "to_text"):
+            lines.append(f"  {name.replace('_', ' ')}:")
+            lines.extend(f"    {line}" for line in str(value.to_text()).splitlines())
+        elif isinstance(value, (list, tuple)):
+            lines.append(f"  {name.replace('_', ' ')}:")
+            lines.extend(f"    {item}" for item in value)
+        else:
+            lines.append(f"  {name.replace('_', ' ')}: {value}")
+    return lines
+
+
+def _why_unchanged(report) -> str:
+    """A search that found rewrites and a function returned as it was: say which gate stopped them."""
+    search = getattr(report, "search", None)
+    if getattr(report, "status", "") == "unchanged" and search is not None and search.applied \
+            and not getattr(report, "refused", None):
+        return "no rewrite applied: the search's predicted gain is under min_gain"
+    return "no rewrite applied"
 
 
 def changed(reports: dict) -> bool:
