@@ -89,8 +89,11 @@ def shapes_folded(func, name: str, mod=None):
         for gvar, other in mod.functions.items():
             if not isinstance(other, relax.Function):
                 module[gvar] = other
+    from ..onnx_io.prepare import stderr_silenced
+
     try:
-        return relax.transform.FoldConstant()(module)[name]
+        with stderr_silenced():  # TVM's C++ notes on the kernels it builds to fold (e.g. take's "fast mode")
+            return relax.transform.FoldConstant()(module)[name]
     except Exception:  # noqa: BLE001 - folding failed: the first reason stands
         return None
 

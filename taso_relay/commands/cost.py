@@ -63,7 +63,7 @@ def run_cost_show(args) -> int:
     prepared = common.prepare_model(args)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        imported = graph_from_function(prepared.mod["main"], "main")
+        imported = graph_from_function(prepared.mod["main"], "main", prepared.mod)
     if imported is None:
         raise common.InputError(f"{args.model}: the model's main function has no graph form")
     model = _model(args.cost, target, prepared.mod, args)

@@ -94,10 +94,10 @@ def _graphs(taso, prepared, optimized, func="main"):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if before is None:
-            imported = graph_from_function(prepared.mod[func], func)
+            imported = graph_from_function(prepared.mod[func], func, prepared.mod)
             before = imported.graph if imported else None
         if after is None or signature is None:
-            imported = graph_from_function(optimized[func], func)
+            imported = graph_from_function(optimized[func], func, optimized)
             if imported is not None:
                 after, signature = imported.graph, imported.signature
     return before, after, signature

@@ -109,7 +109,10 @@ class OpaqueInfo:
                 out = bb.emit_output(new_call)
             bb.emit_func_output(out)
         mod = bb.get()
-        mod = relax.transform.LegalizeOps()(mod)
+        from ..onnx_io.prepare import stderr_silenced
+
+        with stderr_silenced():  # TVM's C++ notes on what it legalizes (take's "fast mode") are not ours to show
+            mod = relax.transform.LegalizeOps()(mod)
         mod = relax.transform.AnnotateTIROpPattern()(mod)
         called = []
 

@@ -341,7 +341,7 @@ def export_module(mod, prepared, func: str = "main", graph=None, signature=None,
     if graph is None or signature is None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            imported = graph_from_function(mod[func], func)
+            imported = graph_from_function(mod[func], func, mod)
         if imported is None:
             return Exported(prepared.model, False, "the optimized function has no graph form")
         graph, signature = imported.graph, imported.signature
