@@ -188,12 +188,28 @@ def _dims(ttype, rank: int):
 
 # ---- shape inference and constant folding ------------------------------------------------
 def infer_shapes(model):
+    """ONNX shape inference, after dropping the intermediate shapes it left unknown before.
+
+    An entry with a symbolic or missing dimension would stand: inference does not
+    overwrite it once folding has made that dimension computable, and a dynamic
+    transformers export (batch and sequence pinned with --input-shape) then kept
+    its Shape -> Slice -> Expand chains, which TVM's importer cannot convert."""
     import onnx
+
+    static = [v for v in model.graph.value_info if _is_static(v)]
+    if len(static) != len(model.graph.value_info):
+        del model.graph.value_info[:]
+        model.graph.value_info.extend(static)
     try:
         return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
     except Exception as exc:  # noqa: BLE001 - inference is a help, not a requirement
         warnings.warn(f"taso_relay: ONNX shape inference failed ({_first_line(exc)}); importing without it")
         return model
+
+
+def _is_static(value) -> bool:
+    t = value.type.tensor_type if value.type.HasField("tensor_type") else None
+    return t is not None and t.HasField("shape") and all(d.HasField("dim_value") for d in t.shape.dim)
 
 
 def _static_shapes(model) -> dict[str, tuple[int, ...]]:
