@@ -216,6 +216,24 @@ def _reduce(op: str) -> Importer:
     return read
 
 
+def _clip(call) -> Reading:
+    _float_only(call)
+    low, high = (float(_prim(a)) for a in call.args[1:3])
+    if not low <= high:  # TVM and ONNX disagree on an empty range: not expressed
+        raise Unsupported(f"clip with min {low} > max {high}")
+    return "clip", {"min": low, "max": high}, [call.args[0]]
+
+
+def _prim(expr):
+    """The number a PrimValue (or FloatImm, IntImm) holds."""
+    while not isinstance(expr, (int, float)):
+        value = getattr(expr, "value", None)
+        if value is None or value is expr:
+            raise Unsupported(f"not a constant: {expr}")
+        expr = value
+    return expr
+
+
 def _astype(call) -> Reading:
     return "cast", {"dtype": str(call.attrs.dtype)}, [call.args[0]]
 
@@ -264,6 +282,7 @@ IMPORTERS: dict[str, Importer] = {
     "relax.squeeze": _squeeze,
     "relax.expand_dims": _expand_dims,
     "relax.astype": _astype,
+    "relax.clip": _clip,
     "relax.nn.pad": _pad,
     **{f"relax.{op}": _reduce(op) for op in ("sum", "mean", "max", "min")},
     **{name: _plain(op, op not in EXACT_ON_INTEGERS) for op, name in UNARY_RELAX.items()},
@@ -360,6 +379,7 @@ EXPORTERS: dict[str, Exporter] = {
     "squeeze": _identity_or(lambda a, xs: op.squeeze(xs[0], list(a["axes"]))),
     "expand_dims": _identity_or(lambda a, xs: op.expand_dims(xs[0], list(a["axes"]))),
     "cast": lambda a, xs, ts, emit: op.astype(xs[0], a["dtype"]),
+    "clip": lambda a, xs, ts, emit: op.clip(xs[0], a["min"], a["max"]),
     "pad": lambda a, xs, ts, emit: op.nn.pad(xs[0], list(a["pad_width"]), "constant", a["value"]),
     "enlarge": _enlarge_out,
     **{name: _reduce_out(name) for name in ("sum", "mean", "max", "min")},

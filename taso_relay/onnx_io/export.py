@@ -215,6 +215,8 @@ EMITTERS = {
     "pad": _pad,
     "enlarge": _enlarge,
     "cast": lambda w, a, xs, ins, outs: [w.one("Cast", xs, to=_elem_type(a["dtype"]))],
+    "clip": lambda w, a, xs, ins, outs: [w.one("Clip", [xs[0], w.scalar(a["min"], outs[0].dtype),
+                                                        w.scalar(a["max"], outs[0].dtype)])],
     **{name: _reduce(name) for name in ("sum", "mean", "max", "min")},
     **{name: (lambda op: lambda w, a, xs, ins, outs: [_unary(w, op, xs[0], outs[0].dtype)])(name)
        for name in UNARY},

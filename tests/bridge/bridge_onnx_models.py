@@ -121,6 +121,19 @@ def with_unmodelled_ops():
                    [(values, F32, [1, 2]), (indices, TensorProto.INT64, [1, 2]), (cums, F32, [1, 5])])
 
 
+def hard_activations():
+    """MobileNetV3's HardSwish and squeeze-excite HardSigmoid (opset 14): TVM imports both with
+    R.clip. Inputs are scaled by 5 so that both bounds of every clip are reached."""
+    m = Model(6)
+    h = m.op("Mul", [m.conv("x", 3, 4, 3, pads=[1, 1, 1, 1]), m.const(5.0, np.float32)])
+    a = m.op("HardSwish", [h])
+    b = m.op("HardSigmoid", [m.conv(a, 4, 4, 1)], alpha=0.2, beta=0.5)
+    y = m.op("Mul", [a, b])
+    model = m.build([("x", F32, [1, 3, 6, 6])], [(y, F32, [1, 4, 6, 6])])
+    model.opset_import[0].version = max(model.opset_import[0].version, 14)
+    return model
+
+
 def embedding_block(vocab=12, dim=8, seq=4):
     """Token ids -> an embedding Gather -> two parallel MatMuls, added. TVM's importer reads the
     Gather's axis extent as R.shape_of(W): a shape binding, as in every transformer export.
@@ -132,6 +145,7 @@ def embedding_block(vocab=12, dim=8, seq=4):
 
 
 MODELS = {
+    "hard_activations": hard_activations,
     "resnet_block": resnet_block,
     "inception_block": inception_block,
     "transformer_layer": transformer_layer,

@@ -71,6 +71,7 @@ CASES = {
                [(2, 3), (3,)]),
     "reductions": (lambda g, x: [g.op("sum", x, axes=(1,)), g.op("mean", x, axes=(0, 2), keepdims=True),
                                  g.op("max", x, axes=()), g.op("min", x, axes=(-1,))], [(2, 3, 4)]),
+    "clip": (lambda g, x: [g.op("clip", x, min=-0.5, max=0.25), g.op("clip", x, min=0.0, max=1.0)], [(3, 4)]),
     "cast_and_identity_matrix": (lambda g, x: g.op("cast", g.op("matmul", x, g.constant("identity_matrix", (4, 4))),
                                                    dtype="float64"), [(3, 4)]),
 }

@@ -67,6 +67,7 @@ CASES = {
     "pow": one_op("pow", [(2, 3), (3,)]),
     **{op: one_op(op, [(2, 3, 4)]) for op in ("relu", "sigmoid", "tanh", "gelu", "gelu_tanh", "erf", "exp", "log",
                                               "sqrt", "rsqrt", "neg", "abs", "silu")},
+    "clip": one_op("clip", [(2, 3, 4)], min=-0.5, max=1.25),  # inputs in [-2, 2]: both bounds reached
     "cast_f64": one_op("cast", [(2, 3)], dtype="float64"),
     "cast_i32": one_op("cast", [(2, 3)], dtype="int32"),
     "concat": one_op("concat", [(2, 3, 4), (2, 1, 4), (2, 2, 4)], axis=1),

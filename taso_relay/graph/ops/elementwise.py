@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from . import modular
-from .registry import OpDef, Pattern, fail, register
+from .registry import REQUIRED, OpDef, Pattern, fail, register
 
 
 def broadcast_shape(op, types):
@@ -99,6 +99,19 @@ for _name, (_fn, _mod, _pat) in UNARY.items():
     _register_unary(_name, _fn, _mod, _pat)
 for _name, (_fn, _mod, _comm) in BINARY.items():
     _register_binary(_name, _fn, _mod, _comm)
+
+
+def _clip_ref(xs, attrs):
+    # as TVM computes it (topi.clip: the upper bound first); the bridge only imports min <= max
+    x = xs[0]
+    return [np.maximum(np.minimum(x, attrs["max"]), attrs["min"]).astype(x.dtype)]
+
+
+register(OpDef(
+    name="clip", arity=1, attrs={"min": REQUIRED, "max": REQUIRED}, infer=lambda types, attrs: [types[0]],
+    ref=_clip_ref, pattern=Pattern.ELEMWISE, tags=frozenset({"elementwise", "unary"}),
+    doc="x limited to [min, max]: what TVM's ONNX importer makes of HardSigmoid and HardSwish",
+))
 
 
 def _cast_infer(types, attrs):
