@@ -15,12 +15,15 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import tvm
 from tvm import relax
 from tvm.ir.expr import Constant
 
 from ..graph import Graph, GraphBuilder, GraphError, Ref, TensorType
 from . import ops_table
 from .ops_table import Unsupported, tensor_spec
+
+CALL_TIR = tvm.ir.Op.get("relax.call_tir")
 from .records import CallRecord, Export, ExportRef, Signature, is_tensor_leaf, is_value_var, leaves, template_key
 
 
@@ -52,7 +55,7 @@ def graph_from_function(func, name: str | None = None, mod=None) -> Imported | N
     `mod` supplies the PrimFuncs its call_tir calls, which folding may evaluate."""
     name = name or function_name(func)
     try:
-        return import_function(func, name)
+        return import_function(func, name, mod)
     except NothingToDo:
         return None
     except Unsupported as exc:
@@ -60,7 +63,7 @@ def graph_from_function(func, name: str | None = None, mod=None) -> Imported | N
     folded = shapes_folded(func, name, mod)
     if folded is not None:
         try:
-            return import_function(folded, name)
+            return import_function(folded, name, mod)
         except NothingToDo:
             return None
         except Unsupported as exc:
@@ -98,16 +101,18 @@ def shapes_folded(func, name: str, mod=None):
         return None
 
 
-def import_function(func, name: str = "main") -> Imported:
-    """Like graph_from_function but raises Unsupported (NothingToDo when there is nothing to convert)."""
+def import_function(func, name: str = "main", mod=None) -> Imported:
+    """Like graph_from_function but raises Unsupported (NothingToDo when there is nothing to convert).
+
+    mod: the module `func` is in, whose PrimFuncs a call_tir may call (ops_table.import_call_tir)."""
     if not isinstance(func, relax.Function):
         raise Unsupported(f"not a relax function ({type(func).__name__})")
-    return _Importer(func, name).run()
+    return _Importer(func, name, mod).run()
 
 
 class _Importer:
-    def __init__(self, func, name: str):
-        self.func, self.name = func, name
+    def __init__(self, func, name: str, mod=None):
+        self.func, self.name, self.mod = func, name, mod
         self.builder = GraphBuilder()
         self.env: dict[Any, Any] = {}  # relax Var -> Ref | TupleVal
         self.outputs: dict[Ref, int] = {}
@@ -234,7 +239,10 @@ class _Importer:
             return self._opaque(var, call)
 
     def _modelled(self, var, call):
-        op, attrs, args = ops_table.import_call(call)
+        if call.op.same_as(CALL_TIR) and self.mod is not None:
+            op, attrs, args = ops_table.import_call_tir(call, self.mod)
+        else:
+            op, attrs, args = ops_table.import_call(call)
         if op == "batch_norm" and self._bn_stats_used(var):
             raise Unsupported("batch_norm whose running statistics are used")
         inputs = []

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 from tvm import relax
+from tvm_ffi import structural_equal
 
 from ..graph.ops.sources import constant_value
 
@@ -288,6 +289,33 @@ IMPORTERS: dict[str, Importer] = {
     **{name: _plain(op, op not in EXACT_ON_INTEGERS) for op, name in UNARY_RELAX.items()},
     **{name: _plain(op, op in ("div", "pow")) for op, name in BINARY_RELAX.items()},
 }
+
+
+def import_call_tir(call, mod) -> Reading:
+    """A call_tir whose PrimFunc is exactly topi's maximum or minimum of its two arguments, as
+    that binary operator. TVM's ONNX importer emits Clip (ReLU6 in every MobileNetV2) that way;
+    compared structurally with topi's own function for the same shapes, so nothing else passes."""
+    callee, args = call.args[0], call.args[1] if len(call.args) == 2 else None
+    if not isinstance(args, relax.Tuple) or len(args.fields) != 2 or callee not in mod.functions:
+        raise Unsupported("a call_tir that is not an element-wise maximum or minimum")
+    for name, prim in _topi_binary([a.ty for a in args.fields]).items():
+        if structural_equal(mod[callee], prim):
+            return name, {}, list(args.fields)
+    raise Unsupported("a call_tir that is not an element-wise maximum or minimum")
+
+
+def _topi_binary(types) -> dict:
+    from tvm import te, tirx, topi
+
+    key = tuple((tuple(static_shape(t)), dtype_of(t)) for t in types)
+    if key not in _TOPI_CACHE:
+        ins = [te.placeholder([tirx.IntImm("int64", d) for d in shape], dtype) for shape, dtype in key]
+        _TOPI_CACHE[key] = {name: te.create_prim_func([*ins, fn(*ins)]).without_attr("global_symbol")
+                            for name, fn in (("maximum", topi.maximum), ("minimum", topi.minimum))}
+    return _TOPI_CACHE[key]
+
+
+_TOPI_CACHE: dict = {}
 
 
 def import_call(call) -> Reading:

@@ -134,6 +134,17 @@ def hard_activations():
     return model
 
 
+def relu6_block():
+    """conv -> Clip(0, 6) -> conv -> Clip(0, 6): MobileNetV2's ReLU6 (opset 11 and later). TVM's importer
+    emits call_tir of topi.maximum / topi.minimum, with isnan/where guards on the constant bounds.
+    Not in MODELS: those guards are opaque calls on constants."""
+    m = Model(9)
+    lo, hi = m.const(0.0, np.float32), m.const(6.0, np.float32)
+    a = m.op("Clip", [m.conv("x", 3, 4, 3, pads=[1, 1, 1, 1]), lo, hi])
+    y = m.op("Clip", [m.op("Mul", [m.conv(a, 4, 4, 1), m.const(4.0, np.float32)]), lo, hi])
+    return m.build([("x", F32, [1, 3, 6, 6])], [(y, F32, [1, 4, 6, 6])])
+
+
 def embedding_block(vocab=12, dim=8, seq=4):
     """Token ids -> an embedding Gather -> two parallel MatMuls, added. TVM's importer reads the
     Gather's axis extent as R.shape_of(W): a shape binding, as in every transformer export.

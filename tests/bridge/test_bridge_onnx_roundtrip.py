@@ -111,3 +111,25 @@ def test_weights_as_params_for_kernel_measurement(run_module, rng):
     weights = [graph.values[graph.nodes[i].attr("name")] for i in graph.nodes_of("weight")]
     np.testing.assert_allclose(run_module(standalone, inputs + weights)[0], run_module(mod, inputs)[0],
                                rtol=1e-5, atol=1e-6)
+
+
+def test_relu6_clip_is_read_as_maximum_and_minimum(run_module, rng):
+    """The call_tir functions TVM's importer makes of Clip are topi's maximum and minimum: compared
+    structurally, they import as those operators and round-trip to the same numbers."""
+    from bridge_onnx_models import relu6_block
+
+    mod = import_onnx(relu6_block())
+    imported = graph_from_function(mod["main"], "main", mod)
+    counts = imported.graph.op_counts()
+    assert counts["maximum"] == 2 and counts["minimum"] == 2 and counts["conv2d"] == 2
+    assert all(imported.graph.nodes[i].attr("label") in ("relax.isnan", "relax.where")
+               for i in imported.graph.nodes_of("opaque"))  # only the guards on the constant bounds
+    assert "maximum" not in graph_from_function(mod["main"]).graph.op_counts()  # without the module: opaque
+    x = [rng.uniform(-20, 30, (1, 3, 6, 6)).astype("float32")]  # both bounds reached
+    want = run_module(mod, x)[0]
+    assert want.min() == 0.0 and want.max() == 6.0
+    for graph in (imported.graph, without_templates(imported.graph)):
+        func = function_from_graph(graph, "main", imported.signature)
+        changed = mod.clone()
+        changed["main"] = func
+        np.testing.assert_array_equal(run_module(changed, x)[0], want)
