@@ -33,6 +33,17 @@ def with_constant(kind, shape, op, x_shape, **attrs):
     return build
 
 
+def guarded_bound():
+    """where(isnan(b), inf, b) with a NaN among the bounds, then maximum: Clip's guard as TVM imports it."""
+    def build():
+        b = GraphBuilder()
+        x = b.input("x", (2, 3))
+        bound = b.weight("bound", (3,), value=np.array([np.nan, 0.5, -1.0], "float32"))
+        guarded = b.op("where", b.op("isnan", bound), b.constant("ones", (3,)), bound)
+        return b.build([b.op("maximum", x, guarded), b.op("isnan", x)])
+    return build
+
+
 def batch_norm(shape, axis):
     def build():
         b = GraphBuilder()
@@ -68,6 +79,7 @@ CASES = {
     **{op: one_op(op, [(2, 3, 4)]) for op in ("relu", "sigmoid", "tanh", "gelu", "gelu_tanh", "erf", "exp", "log",
                                               "sqrt", "rsqrt", "neg", "abs", "silu")},
     "clip": one_op("clip", [(2, 3, 4)], min=-0.5, max=1.25),  # inputs in [-2, 2]: both bounds reached
+    "isnan_where": guarded_bound(),
     "cast_f64": one_op("cast", [(2, 3)], dtype="float64"),
     "cast_i32": one_op("cast", [(2, 3)], dtype="int32"),
     "concat": one_op("concat", [(2, 3, 4), (2, 1, 4), (2, 2, 4)], axis=1),

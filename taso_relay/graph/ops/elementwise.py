@@ -114,6 +114,28 @@ register(OpDef(
 ))
 
 
+def _where_infer(types, attrs):
+    if types[0].dtype != "bool":
+        raise fail("where", f"condition of dtype {types[0].dtype}, not bool", types)
+    shape = broadcast_shape("where", [types[0].__class__(t.shape, types[1].dtype) for t in types])[0].shape
+    if types[1].dtype != types[2].dtype:
+        raise fail("where", f"mixed dtypes {types[1].dtype} and {types[2].dtype}", types)
+    return [types[0].__class__(shape, types[1].dtype)]
+
+
+# The guards TVM's ONNX importer puts on Clip's constant bounds (where(isnan(b), inf, b)): modelled so
+# that they fold into constants like other weight-only computations.
+register(OpDef(
+    name="isnan", arity=1, attrs={}, infer=lambda types, attrs: [types[0].__class__(types[0].shape, "bool")],
+    ref=lambda xs, attrs: [np.isnan(xs[0])], pattern=Pattern.ELEMWISE, tags=frozenset({"elementwise", "unary"}),
+))
+register(OpDef(
+    name="where", arity=3, attrs={}, infer=_where_infer,
+    ref=lambda xs, attrs: [np.where(xs[0], xs[1], xs[2]).astype(xs[1].dtype)], pattern=Pattern.BROADCAST,
+    tags=frozenset({"elementwise"}),
+))
+
+
 def _cast_infer(types, attrs):
     return [types[0].__class__(types[0].shape, attrs["dtype"])]
 
