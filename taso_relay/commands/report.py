@@ -76,7 +76,8 @@ def format_report(reports: dict) -> list[str]:
             lines.append(f"  ops after:  {_ops(after)}")
         if not has_summary:  # FunctionReport.summary() already shows the search, its costs and rewrites
             lines.extend(_extra_fields(report))
-        if getattr(report, "status", "") != "optimized" and not getattr(report, "rewrites", None):
+        if getattr(report, "status", "") != "optimized" and not getattr(report, "rewrites", None) \
+                and "no rewrite applied" not in summary:  # the search's text says so when it found none
             lines.append("  " + _why_unchanged(report))
     return lines
 
