@@ -54,8 +54,17 @@ def timed(fn, *args, **kwargs):
     return result, time.perf_counter() - start
 
 
-def random_inputs(params: Sequence, rng: np.random.Generator) -> list[np.ndarray]:
-    """Random arrays for tensor parameters (e.g. func.params): floats in [-1, 1), small non-negative ints."""
+INT_HIGH = 4  # integer inputs are drawn from [0, INT_HIGH), or below the table they index
+
+
+def random_inputs(params: Sequence, rng: np.random.Generator, func=None) -> list[np.ndarray]:
+    """Random arrays for tensor parameters (e.g. func.params): floats in [-1, 1), small non-negative ints.
+
+    func: the function the parameters belong to; an integer parameter it uses as indices into a
+    table (`index_bounds`) stays below that table's extent: TVM's ONNX importer emits take in
+    "fast" mode, which reads out of bounds (or crashes) where onnxruntime raises, and BERT's
+    token-type table has 2 rows."""
+    bounds = index_bounds(func) if func is not None else {}
     out = []
     for p in params:
         shape = tuple(int(d) for d in p.ty.shape.values)
@@ -63,5 +72,38 @@ def random_inputs(params: Sequence, rng: np.random.Generator) -> list[np.ndarray
         if np.issubdtype(np.dtype(dtype), np.floating):
             out.append(rng.uniform(-1, 1, size=shape).astype(dtype))
         else:
-            out.append(rng.integers(0, 4, size=shape).astype(dtype))
+            high = max(1, min(INT_HIGH, bounds.get(p.name, INT_HIGH)))
+            out.append(rng.integers(0, high, size=shape).astype(dtype))
     return out
+
+
+_PASS_THROUGH = ("relax.astype", "relax.reshape", "relax.expand_dims", "relax.squeeze", "relax.broadcast_to",
+                 "relax.permute_dims", "relax.flatten")
+
+
+def index_bounds(func) -> dict[str, int]:
+    """Parameter name -> the smallest extent of a table it indexes (relax.take's axis), directly or
+    through casts, reshapes and the importer's wrapping of negative indices."""
+    if not isinstance(func, relax.Function) or not isinstance(func.body, relax.SeqExpr):
+        return {}
+    source = {p: p.name for p in func.params}  # var -> the parameter it passes through from
+    bounds: dict[str, int] = {}
+    for block in func.body.blocks:
+        for binding in block.bindings:
+            value = binding.value
+            name = getattr(getattr(value, "op", None), "name", None)
+            if not isinstance(value, relax.Call) or not value.args:
+                continue
+            if name in _PASS_THROUGH and value.args[0] in source:
+                source[binding.var] = source[value.args[0]]
+            elif name == "relax.where" and len(value.args) == 3 and value.args[2] in source:
+                source[binding.var] = source[value.args[2]]  # where(i < 0, i + n, i): negative indices wrapped
+            elif name == "relax.take" and len(value.args) > 1 and value.args[1] in source:
+                table = value.args[0].ty
+                axis = int(value.attrs.axis) if value.attrs.axis is not None else 0
+                shape = getattr(table, "shape", None)
+                extent = getattr(shape.values[axis], "value", None) if shape is not None and table.ndim > 0 else None
+                if isinstance(extent, int):
+                    param = source[value.args[1]]
+                    bounds[param] = min(bounds.get(param, extent), extent)
+    return bounds

@@ -33,6 +33,11 @@ def judge_database(target) -> Path:
     return default_tuning_dir() / tuning_key(target)
 
 
+def _index_bound(name: str, bounds: dict) -> dict:
+    """`index_below` for an input used as indices into a table: `run` draws its random values below it."""
+    return {"index_below": int(bounds[name])} if name in bounds else {}
+
+
 def sidecar_path(library) -> Path:
     return Path(str(library) + ".json")
 
@@ -69,13 +74,17 @@ def run_compile(args) -> int:
         except Exception as exc:  # noqa: BLE001 - usually a missing C compiler / cross toolchain
             raise RuntimeError(f"cannot write {out}: {common.first_line(exc)}") from exc
     params = [p.name for p in prepared.mod["main"].params]
+    from ..onnx_io.export import onnx_index_bounds
+
+    bounds = onnx_index_bounds(prepared.model)
     meta = {
         "format": "taso_relay.library/1", "model": str(args.model), "library": out.name,
         "target": common.target_json(target), "taso": not args.no_taso, "changed": changed(report),
         "tuning": {"trials": args.trials, "work_dir": str(work_dir), "records": tuning_records(work_dir),
                    "trials_per_kernel": common.judge_trials(args) if judged and not args.trials else None}
         if tuning else None,
-        "inputs": [dict(t.as_dict(), param=p) for t, p in zip(prepared.inputs, params)],
+        "inputs": [dict(t.as_dict(), param=p, **_index_bound(t.name, bounds))
+                   for t, p in zip(prepared.inputs, params)],
         "outputs": [t.as_dict() for t in prepared.outputs],
     }
     common.write_json(sidecar_path(out), meta)

@@ -50,7 +50,7 @@ def run_demo(args) -> int:
             print("        (no proven rule available: the pass round-tripped Relax -> graph -> Relax unchanged)")
     print(f"time    {pass_s:.2f} s in the pass")
 
-    inputs = execute.random_inputs(mod["main"].params, np.random.default_rng(args.seed))
+    inputs = execute.random_inputs(mod["main"].params, np.random.default_rng(args.seed), mod["main"])
     results = {}
     for label, module in (("before", mod), ("after", optimized)):
         ex, compile_s = execute.timed(execute.compile_module, module, target)

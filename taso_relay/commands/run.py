@@ -78,12 +78,24 @@ def read_inputs(path: Path, specs: list[dict] | None) -> list[np.ndarray]:
     return out
 
 
+def _unique(names: list[str]) -> list[str]:
+    """Output names as .npz keys: a model may list one tensor twice (torch.onnx does); the repeat gets _k."""
+    seen: set[str] = set()
+    out = []
+    for k, name in enumerate(names):
+        key = name if name not in seen else f"{name}_{k}"
+        seen.add(key)
+        out.append(key)
+    return out
+
+
 def random_inputs(specs: list[dict], seed: int) -> list[np.ndarray]:
     from ..onnx_io.export import random_onnx_inputs
     from ..onnx_io.prepare import Tensor
 
     tensors = [Tensor(s["name"], tuple(s["shape"]), s["dtype"]) for s in specs]
-    feeds = random_onnx_inputs(tensors, seed)
+    bounds = {s["name"]: s["index_below"] for s in specs if "index_below" in s}
+    feeds = random_onnx_inputs(tensors, seed, bounds)
     return [feeds[t.name] for t in tensors]
 
 
@@ -133,8 +145,8 @@ def run_run(args) -> int:
             res = timer(*tensors)
             timing = {"mean_ms": res.mean * 1e3, "median_ms": res.median * 1e3, "std_ms": res.std * 1e3,
                       "repeat": max(1, args.repeat)}
-    names = [o["name"] for o in meta["outputs"]] if meta and len(meta["outputs"]) == len(outputs) else \
-        [f"output_{k}" for k in range(len(outputs))]
+    names = _unique([o["name"] for o in meta["outputs"]] if meta and len(meta["outputs"]) == len(outputs) else
+                    [f"output_{k}" for k in range(len(outputs))])
     if args.outputs:
         np.savez(args.outputs, **dict(zip(names, outputs)))
     result = {"library": str(lib_path), "device": kind,

@@ -129,7 +129,7 @@ def measure(original, rewritten, func: str, target, *, lowering: str = "default"
     check.compile_s = time.perf_counter() - start
     device = device_of(target)
     params = original[func].params
-    arrays = random_inputs(params, np.random.default_rng(seed))
+    arrays = random_inputs(params, np.random.default_rng(seed), original[func])
     inputs = [tvm.runtime.tensor(np.asarray(x, order="C"), device) for x in arrays]
     vms = [relax.VirtualMachine(ex, device) for ex in executables]
     outs = [flatten(vm[func](*inputs)) for vm in vms]  # also the warm-up run

@@ -363,7 +363,8 @@ def export_module(mod, prepared, func: str = "main", graph=None, signature=None,
 
 
 # ---- numerics ---------------------------------------------------------------------------------------
-def random_onnx_inputs(inputs, seed: int = 0) -> dict[str, np.ndarray]:
+def random_onnx_inputs(inputs, seed: int = 0, bounds: dict | None = None) -> dict[str, np.ndarray]:
+    """Floats in [-1, 1), bools, small non-negative ints (below `bounds`: see onnx_index_bounds)."""
     rng = np.random.default_rng(seed)
     feeds = {}
     for t in inputs:
@@ -372,8 +373,33 @@ def random_onnx_inputs(inputs, seed: int = 0) -> dict[str, np.ndarray]:
         elif np.dtype(t.dtype) == np.bool_:
             feeds[t.name] = rng.integers(0, 2, size=t.shape).astype(bool)
         else:
-            feeds[t.name] = rng.integers(0, 4, size=t.shape).astype(t.dtype)
+            high = max(1, min(4, (bounds or {}).get(t.name, 4)))
+            feeds[t.name] = rng.integers(0, high, size=t.shape).astype(t.dtype)
     return feeds
+
+
+_INDEX_PASS_THROUGH = ("Cast", "Reshape", "Unsqueeze", "Squeeze", "Identity", "Flatten", "Expand")
+
+
+def onnx_index_bounds(model) -> dict[str, int]:
+    """Graph input -> the smallest extent of an initializer it indexes through Gather (an embedding
+    table), directly or through casts and reshapes. onnxruntime rejects indices past it, and
+    TVM's build of the same Gather reads out of bounds."""
+    graph = model.graph
+    dims = {t.name: list(t.dims) for t in graph.initializer}
+    source = {i.name: i.name for i in graph.input if i.name not in dims}
+    bounds: dict[str, int] = {}
+    for node in graph.node:
+        if node.op_type in _INDEX_PASS_THROUGH and node.input and node.input[0] in source:
+            source[node.output[0]] = source[node.input[0]]
+        elif node.op_type == "Gather" and len(node.input) == 2 and node.input[1] in source \
+                and node.input[0] in dims:
+            axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
+            shape = dims[node.input[0]]
+            if -len(shape) <= axis < len(shape):
+                name = source[node.input[1]]
+                bounds[name] = min(bounds.get(name, shape[axis]), shape[axis])
+    return bounds
 
 
 def run_onnxruntime(model, feeds: dict) -> list[np.ndarray]:
@@ -401,7 +427,7 @@ def close(want: np.ndarray, got: np.ndarray) -> tuple[bool, float]:
 
 def check_numerics(reference, candidate, inputs, seed: int = 0) -> tuple[bool, float | None, str]:
     """Run both ONNX models with onnxruntime on the same random inputs: (equal, max abs diff, why not)."""
-    feeds = random_onnx_inputs(inputs, seed)
+    feeds = random_onnx_inputs(inputs, seed, onnx_index_bounds(reference))
     try:
         want = run_onnxruntime(reference, feeds)
     except Exception as exc:  # noqa: BLE001 - the reference may use operators onnxruntime lacks

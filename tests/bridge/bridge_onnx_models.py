@@ -145,6 +145,16 @@ def relu6_block():
     return m.build([("x", F32, [1, 3, 6, 6])], [(y, F32, [1, 4, 6, 6])])
 
 
+def token_types():
+    """BERT's embeddings: word ids into a 12-row table, token types (through a Cast) into a 2-row one."""
+    m = Model(10)
+    words = m.op("Gather", [m.weight((12, 8)), "ids"], axis=0)
+    types = m.op("Gather", [m.weight((2, 8)), m.op("Cast", ["types"], to=TensorProto.INT64)], axis=0)
+    y = m.op("Relu", [m.op("Add", [words, types])])
+    return m.build([("ids", TensorProto.INT64, [1, 64]), ("types", TensorProto.INT32, [1, 64])],
+                   [(y, F32, [1, 64, 8])])
+
+
 def embedding_block(vocab=12, dim=8, seq=4):
     """Token ids -> an embedding Gather -> two parallel MatMuls, added. TVM's importer reads the
     Gather's axis extent as R.shape_of(W): a shape binding, as in every transformer export.

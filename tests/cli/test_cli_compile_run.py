@@ -62,6 +62,37 @@ def test_run_json_random_inputs_and_bad_inputs(cli, small, tmp_path):
     assert status == 2 and "cannot load" in err and err.count("\n") == 1
 
 
+def test_run_draws_token_ids_inside_their_tables(cli, tmp_path):
+    """The sidecar records the table an integer input indexes; `run`'s random ids stay inside it and
+    the library's outputs equal onnxruntime's on the same ids (out-of-table ids crashed it)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "bridge"))
+    from bridge_onnx_models import token_types
+
+    import cli_models
+
+    model = cli_models.save(token_types(), tmp_path / "types.onnx")
+    lib, out = tmp_path / "t.so", tmp_path / "out.npz"
+    assert cli("compile", model, "-o", lib, "--no-taso")[0] == 0
+    inputs = {i["name"]: i.get("index_below") for i in json.loads((tmp_path / "t.so.json").read_text())["inputs"]}
+    assert inputs == {"ids": 12, "types": 2}
+    status, _, err = cli("run", lib, "--outputs", out, "--seed", "3")
+    assert status == 0, err
+    from taso_relay.commands.run import random_inputs
+    specs = json.loads((tmp_path / "t.so.json").read_text())["inputs"]
+    ids, types = random_inputs(specs, 3)
+    want = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, {"ids": ids, "types": types})
+    np.testing.assert_allclose(next(iter(np.load(out).values())), want[0], rtol=1e-5, atol=1e-6)
+
+
+def test_repeated_output_names_get_their_own_keys():
+    from taso_relay.commands.run import _unique
+
+    assert _unique(["y", "y", "z", "y"]) == ["y", "y_1", "z", "y_3"]
+
+
 @pytest.mark.slow
 def test_tune_then_compile_with_its_records(cli, small, inputs, tmp_path):
     """MetaSchedule tuning (a few trials: minutes on two cores), then a build that reuses the records."""
