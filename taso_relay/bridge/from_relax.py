@@ -54,22 +54,23 @@ def graph_from_function(func, name: str | None = None, mod=None) -> Imported | N
     A function that binds shape values is imported once more after FoldConstant (`shapes_folded`);
     `mod` supplies the PrimFuncs its call_tir calls, which folding may evaluate."""
     name = name or function_name(func)
-    try:
-        return import_function(func, name, mod)
-    except NothingToDo:
-        return None
-    except Unsupported as exc:
-        reason = exc
-    folded = shapes_folded(func, name, mod)
-    if folded is not None:
+    reason = None
+    for source in _as_given_then_folded(func, name, mod):
         try:
-            return import_function(folded, name, mod)
+            return import_function(source, name, mod)
         except NothingToDo:
             return None
         except Unsupported as exc:
-            reason = exc
+            reason = exc  # after folding: what still stands in the way
     warnings.warn(f"taso_relay: leaving function '{name}' unchanged: {reason}", stacklevel=2)
     return None
+
+
+def _as_given_then_folded(func, name: str, mod):
+    yield func
+    folded = shapes_folded(func, name, mod)  # only once the function as given has failed
+    if folded is not None:
+        yield folded
 
 
 def shapes_folded(func, name: str, mod=None):
