@@ -300,6 +300,13 @@ def import_call_tir(call, mod) -> Reading:
     callee, args = call.args[0], call.args[1] if len(call.args) == 2 else None
     if not isinstance(args, relax.Tuple) or len(args.fields) != 2 or callee not in mod.functions:
         raise Unsupported("a call_tir that is not an element-wise maximum or minimum")
+    shapes = [static_shape(a.ty) for a in args.fields]
+    try:
+        broadcast = np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise Unsupported("a call_tir that is not an element-wise maximum or minimum") from None
+    if not isinstance(call.ty, relax.TensorType) or static_shape(call.ty) != tuple(broadcast):
+        raise Unsupported("a call_tir that is not an element-wise maximum or minimum")
     for name, prim in _topi_binary([a.ty for a in args.fields]).items():
         if structural_equal(mod[callee], prim):
             return name, {}, list(args.fields)
