@@ -307,7 +307,11 @@ def import_call_tir(call, mod) -> Reading:
         raise Unsupported("a call_tir that is not an element-wise maximum or minimum") from None
     if not isinstance(call.ty, relax.TensorType) or static_shape(call.ty) != tuple(broadcast):
         raise Unsupported("a call_tir that is not an element-wise maximum or minimum")
-    for name, prim in _topi_binary([a.ty for a in args.fields]).items():
+    try:
+        references = _topi_binary([a.ty for a in args.fields])
+    except Exception:  # noqa: BLE001 - arguments topi cannot combine (mixed dtypes, ...): not these operators
+        raise Unsupported("a call_tir that is not an element-wise maximum or minimum") from None
+    for name, prim in references.items():
         if structural_equal(mod[callee], prim):
             return name, {}, list(args.fields)
     raise Unsupported("a call_tir that is not an element-wise maximum or minimum")
