@@ -51,6 +51,7 @@ class FunctionReport:
     opaque_ops: dict = field(default_factory=dict)  # what the opaque nodes call, with counts
     seconds: float = 0.0
     warnings: list = field(default_factory=list)
+    folded: bool = False  # the graph was read after FoldConstant (the function binds shape values)
     search: object = None  # search.SearchReport: rewrites applied, cost before/after, search time
     graph_before: object = None
     graph_after: object = None
@@ -84,6 +85,8 @@ class FunctionReport:
         kinds = ", ".join(f"{k} x{v}" if v > 1 else k for k, v in sorted(self.opaque_ops.items()))
         opaque = f"{self.opaque} opaque" + (f": {kinds}" if kinds else "")
         line = f"{self.name}: {self.status}, {ops} ops ({opaque}), {self.seconds:.3f} s"
+        if self.folded:
+            line += "\n  read after FoldConstant: the function binds shape values (R.shape_of)"
         if self.search is not None:
             line += "\n  " + self.search.to_text().replace("\n", "\n  ")
         if self.check:
@@ -215,6 +218,7 @@ class TASOOptimizer:
             report.status = "skipped" if not _has_bindings(func) else "unchanged"
             return func
         graph = imported.graph
+        report.folded = imported.folded
         report.ops_before = report.ops_after = graph.op_counts()
         report.opaque = report.ops_before.get("opaque", 0)
         for i in graph.nodes_of("opaque"):

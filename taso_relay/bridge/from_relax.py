@@ -34,6 +34,7 @@ class NothingToDo(Unsupported):
 class Imported(NamedTuple):
     graph: Graph
     signature: Signature
+    folded: bool = False  # read from the function after FoldConstant (shapes_folded)
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,8 @@ def graph_from_function(func, name: str | None = None, mod=None) -> Imported | N
     reason = None
     for source in _as_given_then_folded(func, name, mod):
         try:
-            return import_function(source, name, mod)
+            imported = import_function(source, name, mod)
+            return imported._replace(folded=source is not func)
         except NothingToDo:
             return None
         except Unsupported as exc:
