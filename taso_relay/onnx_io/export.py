@@ -226,6 +226,41 @@ EMITTERS = {
 }
 
 
+def _call_args(w: _Writer, call, xs) -> list[str]:
+    """The ONNX names of a call's arguments: its variables are the opaque node's inputs, in order
+    (xs); its constants stay in the call, and become initializers here."""
+    from tvm import relax
+    from tvm.ir.expr import Constant
+
+    names, given = [], iter(xs)
+    for arg in call.args:
+        if isinstance(arg, Constant):
+            names.append(w.const(arg.value.numpy(), "c"))
+        elif isinstance(arg, relax.Var):
+            names.append(next(given))
+        else:
+            raise ExportError(f"{call.op.name}: an argument of kind {type(arg).__name__} has no ONNX form here")
+    return names
+
+
+def _take(w: _Writer, call, xs, ins, outs):
+    axis = call.attrs.axis
+    if axis is None:  # relax.take without an axis indexes the flattened tensor
+        raise ExportError("relax.take without an axis has no ONNX form")
+    return [w.one("Gather", _call_args(w, call, xs), axis=int(axis))]
+
+
+# Opaque nodes (Relax calls the graph does not model) whose ONNX form is one operator: what the
+# embedding lookups of transformers exports leave after import (take, less, logical_and).
+OPAQUE_EMITTERS = {
+    "relax.take": _take,
+    **{f"relax.{name}": (lambda t: lambda w, call, xs, ins, outs: [w.one(t, _call_args(w, call, xs))])(onnx_type)
+       for name, onnx_type in (("less", "Less"), ("greater", "Greater"), ("equal", "Equal"),
+                               ("less_equal", "LessOrEqual"), ("greater_equal", "GreaterOrEqual"),
+                               ("logical_and", "And"), ("logical_or", "Or"), ("logical_not", "Not"))},
+}
+
+
 # ---- whole graphs ---------------------------------------------------------------------------------
 def flat_outputs(result, exports) -> list[int]:
     """Graph output indices in the order the Relax function returns them (tuples flattened)."""
@@ -243,7 +278,7 @@ def export_graph(graph: Graph, signature, input_names: Sequence[str], output_nam
     """An ONNX ModelProto computing what `graph` computes; inputs and outputs carry the given names."""
     from onnx import helper
 
-    opaque = sorted({graph.nodes[i].attr("label") or "opaque" for i in graph.nodes_of("opaque")})
+    opaque = sorted({graph.nodes[i].attr("label") or "opaque" for i in graph.nodes_of("opaque")} - set(OPAQUE_EMITTERS))
     if opaque:
         raise ExportError(f"the graph has opaque operators with no ONNX form: {', '.join(opaque)}")
     if len(input_names) != len(signature.input_names):
@@ -273,11 +308,15 @@ def export_graph(graph: Graph, signature, input_names: Sequence[str], output_nam
             known[i] = folded
             values.append([w.const(v, "folded") for v in folded])
         else:
+            xs = [values[r.node][r.index] for r in node.inputs]
+            ins = [graph.type_of(r) for r in node.inputs]
+            if node.op == "opaque":
+                call = graph.payloads[a["ref"]].call
+                values.append(OPAQUE_EMITTERS[a["label"]](w, call, xs, ins, list(node.types)))
+                continue
             emit = EMITTERS.get(node.op)
             if emit is None:
                 raise ExportError(f"graph operator '{node.op}' has no ONNX form")
-            xs = [values[r.node][r.index] for r in node.inputs]
-            ins = [graph.type_of(r) for r in node.inputs]
             values.append(emit(w, a, xs, ins, list(node.types)))
     outputs = []
     for onnx_name, k in zip(output_names, order):
