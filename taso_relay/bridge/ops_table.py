@@ -225,6 +225,11 @@ def _clip(call) -> Reading:
     return "clip", {"min": low, "max": high}, [call.args[0]]
 
 
+def _leakyrelu(call) -> Reading:
+    _float_only(call)
+    return "leaky_relu", {"alpha": float(call.attrs.alpha)}, [call.args[0]]
+
+
 def _prim(expr):
     """The number a PrimValue (or FloatImm, IntImm) holds."""
     while not isinstance(expr, (int, float)):
@@ -284,6 +289,7 @@ IMPORTERS: dict[str, Importer] = {
     "relax.expand_dims": _expand_dims,
     "relax.astype": _astype,
     "relax.clip": _clip,
+    "relax.nn.leakyrelu": _leakyrelu,
     "relax.isnan": _plain("isnan", floats_only=True),
     "relax.where": _plain("where"),
     "relax.nn.pad": _pad,
@@ -421,6 +427,7 @@ EXPORTERS: dict[str, Exporter] = {
     "expand_dims": _identity_or(lambda a, xs: op.expand_dims(xs[0], list(a["axes"]))),
     "cast": lambda a, xs, ts, emit: op.astype(xs[0], a["dtype"]),
     "clip": lambda a, xs, ts, emit: op.clip(xs[0], a["min"], a["max"]),
+    "leaky_relu": lambda a, xs, ts, emit: op.nn.leakyrelu(xs[0], a["alpha"]),
     "isnan": lambda a, xs, ts, emit: op.isnan(xs[0]),
     "where": lambda a, xs, ts, emit: op.where(xs[0], xs[1], xs[2]),
     "pad": lambda a, xs, ts, emit: op.nn.pad(xs[0], list(a["pad_width"]), "constant", a["value"]),

@@ -90,7 +90,7 @@ def load_peaks(path: str | os.PathLike | None = None, remeasure: bool = False) -
 
 # ---- FLOPs and bytes --------------------------------------------------------------
 UNARY_FLOPS = {"relu": 1, "neg": 1, "abs": 1, "cast": 1, "sigmoid": 4, "tanh": 6, "exp": 4, "log": 4,
-               "sqrt": 4, "rsqrt": 5, "erf": 8, "gelu": 10, "gelu_tanh": 10, "silu": 5, "clip": 2, "isnan": 1}
+               "sqrt": 4, "rsqrt": 5, "erf": 8, "gelu": 10, "gelu_tanh": 10, "silu": 5, "clip": 2, "isnan": 1, "leaky_relu": 2}
 BINARY_FLOPS = {"add": 1, "sub": 1, "mul": 1, "div": 1, "maximum": 1, "minimum": 1, "pow": 8}
 
 

@@ -216,6 +216,7 @@ EMITTERS = {
     "enlarge": _enlarge,
     "cast": lambda w, a, xs, ins, outs: [w.one("Cast", xs, to=_elem_type(a["dtype"]))],
     "isnan": lambda w, a, xs, ins, outs: [w.one("IsNaN", xs)],
+    "leaky_relu": lambda w, a, xs, ins, outs: [w.one("LeakyRelu", xs, alpha=float(a["alpha"]))],
     "where": lambda w, a, xs, ins, outs: [w.one("Where", xs)],
     "clip": lambda w, a, xs, ins, outs: [w.one("Clip", [xs[0], w.scalar(a["min"], outs[0].dtype),
                                                         w.scalar(a["max"], outs[0].dtype)])],

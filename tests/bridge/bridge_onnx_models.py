@@ -123,12 +123,13 @@ def with_unmodelled_ops():
 
 def hard_activations():
     """MobileNetV3's HardSwish and squeeze-excite HardSigmoid (opset 14): TVM imports both with
-    R.clip. Inputs are scaled by 5 so that both bounds of every clip are reached."""
+    R.clip. Inputs are scaled by 5 so that both bounds of every clip are reached. Then a LeakyRelu
+    (YOLO's activation) of values on both sides of 0."""
     m = Model(6)
     h = m.op("Mul", [m.conv("x", 3, 4, 3, pads=[1, 1, 1, 1]), m.const(5.0, np.float32)])
     a = m.op("HardSwish", [h])
     b = m.op("HardSigmoid", [m.conv(a, 4, 4, 1)], alpha=0.2, beta=0.5)
-    y = m.op("Mul", [a, b])
+    y = m.op("LeakyRelu", [m.op("Sub", [m.op("Mul", [a, b]), m.const(0.5, np.float32)])], alpha=0.1)
     model = m.build([("x", F32, [1, 3, 6, 6])], [(y, F32, [1, 4, 6, 6])])
     model.opset_import[0].version = max(model.opset_import[0].version, 14)
     return model

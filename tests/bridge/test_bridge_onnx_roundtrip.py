@@ -15,7 +15,7 @@ EXPECTED_OPS = {
     "inception_block": {"conv2d": 6, "concat": 1, "max_pool2d": 1},
     "transformer_layer": {"matmul": 8, "softmax": 1, "layer_norm": 2, "erf": 1, "transpose": 5},
     "with_unmodelled_ops": {"conv2d": 1, "split": 1, "matmul": 1, "opaque": 2},
-    "hard_activations": {"conv2d": 2, "clip": 2, "mul": 4, "div": 1},
+    "hard_activations": {"conv2d": 2, "clip": 2, "mul": 4, "div": 1, "sub": 1, "leaky_relu": 1},
 }
 
 

@@ -72,6 +72,7 @@ CASES = {
     "reductions": (lambda g, x: [g.op("sum", x, axes=(1,)), g.op("mean", x, axes=(0, 2), keepdims=True),
                                  g.op("max", x, axes=()), g.op("min", x, axes=(-1,))], [(2, 3, 4)]),
     "clip": (lambda g, x: [g.op("clip", x, min=-0.5, max=0.25), g.op("clip", x, min=0.0, max=1.0)], [(3, 4)]),
+    "leaky_relu": (lambda g, x: g.op("leaky_relu", x, alpha=0.2), [(3, 4)]),
     "isnan_where": (lambda g, x, y: [g.op("where", g.op("isnan", g.op("log", x)), x, y), g.op("isnan", y)],
                     [(3, 4), (4,)]),  # log of negative inputs: NaN where x < 0
     "cast_and_identity_matrix": (lambda g, x: g.op("cast", g.op("matmul", x, g.constant("identity_matrix", (4, 4))),

@@ -80,6 +80,7 @@ CASES = {
                                               "sqrt", "rsqrt", "neg", "abs", "silu")},
     "clip": one_op("clip", [(2, 3, 4)], min=-0.5, max=1.25),  # inputs in [-2, 2]: both bounds reached
     "isnan_where": guarded_bound(),
+    "leaky_relu": one_op("leaky_relu", [(2, 3, 4)], alpha=0.1),
     "cast_f64": one_op("cast", [(2, 3)], dtype="float64"),
     "cast_i32": one_op("cast", [(2, 3)], dtype="int32"),
     "concat": one_op("concat", [(2, 3, 4), (2, 1, 4), (2, 2, 4)], axis=1),

@@ -114,6 +114,17 @@ register(OpDef(
 ))
 
 
+def _leaky_relu_ref(xs, attrs):
+    x = xs[0]  # as topi computes it: x where x > 0, else x times alpha in x's dtype
+    return [np.where(x > 0, x, x * np.asarray(attrs["alpha"], dtype=x.dtype)).astype(x.dtype)]
+
+
+register(OpDef(
+    name="leaky_relu", arity=1, attrs={"alpha": REQUIRED}, infer=lambda types, attrs: [types[0]],
+    ref=_leaky_relu_ref, pattern=Pattern.ELEMWISE, tags=frozenset({"elementwise", "unary"}),
+))
+
+
 def _where_infer(types, attrs):
     if types[0].dtype != "bool":
         raise fail("where", f"condition of dtype {types[0].dtype}, not bool", types)
