@@ -251,10 +251,24 @@ def _take(w: _Writer, call, xs, ins, outs):
     return [w.one("Gather", _call_args(w, call, xs), axis=int(axis))]
 
 
+def _cumsum(w: _Writer, call, xs, ins, outs):
+    a = call.attrs
+    if a.axis is None or (a.dtype is not None and str(a.dtype) not in ("", "void", str(outs[0].dtype))):
+        raise ExportError("relax.cumsum over the flattened tensor or into another dtype has no ONNX form here")
+    if str(outs[0].dtype) != str(ins[0].dtype):
+        raise ExportError("relax.cumsum into another dtype has no ONNX form here")
+    axis = w.const(np.asarray(int(a.axis), dtype=np.int64), "axis")
+    return [w.one("CumSum", [_call_args(w, call, xs)[0], axis], exclusive=int(bool(a.exclusive)))]
+
+
 # Opaque nodes (Relax calls the graph does not model) whose ONNX form is one operator: what the
-# embedding lookups of transformers exports leave after import (take, less, logical_and).
+# embedding lookups of transformers exports leave after import (take, less, logical_and; RoBERTa's
+# position ids: cumsum, gather_elements).
 OPAQUE_EMITTERS = {
     "relax.take": _take,
+    "relax.cumsum": _cumsum,
+    "relax.gather_elements": lambda w, call, xs, ins, outs: [
+        w.one("GatherElements", _call_args(w, call, xs), axis=int(call.attrs.axis))],
     **{f"relax.{name}": (lambda t: lambda w, call, xs, ins, outs: [w.one(t, _call_args(w, call, xs))])(onnx_type)
        for name, onnx_type in (("less", "Less"), ("greater", "Greater"), ("equal", "Equal"),
                                ("less_equal", "LessOrEqual"), ("greater_equal", "GreaterOrEqual"),

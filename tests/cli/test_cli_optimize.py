@@ -101,3 +101,27 @@ def test_emit_onnx_writes_the_graph_of_an_embedding_lookup(cli, tmp_path):
     types = np.array([[0, 1, 1, 0] * 16], np.int32)
     np.testing.assert_allclose(_ort(onnx.load(str(out_path)), {"ids": ids, "types": types})[0],
                                _ort(model, {"ids": ids, "types": types})[0], rtol=1e-6, atol=1e-6)
+
+
+def test_emit_onnx_writes_cumsum_and_gather_elements(cli, tmp_path):
+    """RoBERTa's position ids: CumSum (exclusive here) and GatherElements stay opaque calls in the
+    graph and export as those ONNX operators."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    index = numpy_helper.from_array(np.array([[4, 0, 2, 1, 3], [0, 0, 1, 4, 2]], np.int64), "index")
+    axis = numpy_helper.from_array(np.array(1, np.int64), "axis")
+    nodes = [helper.make_node("CumSum", ["x", "axis"], ["c"], exclusive=1),
+             helper.make_node("GatherElements", ["c", "index"], ["g"], axis=1),
+             helper.make_node("Relu", ["g"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])], [index, axis])
+    model = tmp_path / "cumsum.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(model))
+    out_path = tmp_path / "opt.onnx"
+    status, out, err = cli("optimize", model, "--time-limit", "1", "--emit-onnx", out_path)
+    assert status == 0, err
+    assert "optimized graph, matches the input model in onnxruntime" in out, out + err
+    ops = [n.op_type for n in onnx.load(str(out_path)).graph.node]
+    assert "CumSum" in ops and "GatherElements" in ops
+    x = np.random.default_rng(1).uniform(-1, 1, (2, 5)).astype("float32")
+    np.testing.assert_allclose(_ort(onnx.load(str(out_path)), {"x": x})[0], _ort(model, {"x": x})[0], rtol=1e-6)
