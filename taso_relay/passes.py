@@ -324,12 +324,9 @@ class TASOOptimizer:
         except NotModelled:
             how = "tvm"
             sig = imported.signature
-            inputs = execute.random_inputs(sig.params, rng, mod[sig.name] if mod is not None and sig.name in [
-                g.name_hint for g in mod.get_global_vars()] else None)
+            inputs = execute.random_inputs(sig.params, rng, mod[sig.name] if _named_in(mod, sig.name) else None)
             runs = []
-            from .onnx_io.prepare import stderr_silenced
-
-            with stderr_silenced():  # TVM's C++ notes while building our check's modules are not the user's
+            with execute.stderr_silenced():  # TVM's C++ notes while building our check's modules are not the user's
                 for graph in (before, after):
                     module = module_from_graph(graph, sig.name, sig, mod=mod)
                     runs.append(execute.run_module(module, inputs, self.target, func=sig.name))
@@ -366,8 +363,7 @@ class TASOOptimizer:
         """guard.speed.measure on the module before and after (tests replace this with fixed times)."""
         from .guard.speed import measure
 
-        original = mod if mod is not None and name in [g.name_hint for g in mod.get_global_vars()] \
-            else tvm.IRModule({name: func})
+        original = mod if _named_in(mod, name) else tvm.IRModule({name: func})
         changed = original.clone()
         changed[name] = rewritten
         tune = getattr(self.cost_model(), "tune_modules", None)
@@ -441,6 +437,10 @@ def _close(a: np.ndarray, b: np.ndarray) -> bool:
     finite = np.abs(a64[np.isfinite(a64)])
     scale = 1.0 + (float(finite.max()) if finite.size else 0.0)
     return bool(np.allclose(b64, a64, rtol=0.0, atol=1e-4 * scale, equal_nan=True))
+
+
+def _named_in(mod, name: str) -> bool:
+    return mod is not None and name in [g.name_hint for g in mod.get_global_vars()]
 
 
 def _global_name(func, mod) -> str:

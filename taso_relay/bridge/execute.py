@@ -1,12 +1,34 @@
 """Compile and run Relax modules on numpy inputs: shared by the pass's check, the CLI and tests."""
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 import time
 from typing import Sequence
 
 import numpy as np
 import tvm
 from tvm import relax
+
+
+@contextlib.contextmanager
+def stderr_silenced():
+    """Send file descriptor 2 to /dev/null for the duration (C++ logging does not go through sys.stderr)."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
 
 
 def default_target() -> tvm.target.Target:

@@ -95,7 +95,7 @@ def shapes_folded(func, name: str, mod=None):
         for gvar, other in mod.functions.items():
             if not isinstance(other, relax.Function):
                 module[gvar] = other
-    from ..onnx_io.prepare import stderr_silenced
+    from .execute import stderr_silenced
 
     try:
         with stderr_silenced():  # TVM's C++ notes on the kernels it builds to fold (e.g. take's "fast mode")

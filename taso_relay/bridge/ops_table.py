@@ -51,14 +51,22 @@ def tensor_spec(ty) -> tuple[tuple[int, ...], str]:
     return static_shape(ty), dtype_of(ty)
 
 
-def as_int(expr) -> int:
-    """An int from a python int, IntImm or PrimValue."""
-    while not isinstance(expr, int):
+def as_number(expr) -> int | float:
+    """The number a python number, IntImm, FloatImm or PrimValue holds."""
+    while not isinstance(expr, (int, float)):
         value = getattr(expr, "value", None)
         if value is None or value is expr:
-            raise Unsupported(f"not a constant integer: {expr}")
+            raise Unsupported(f"not a constant: {expr}")
         expr = value
-    return int(expr)
+    return expr
+
+
+def as_int(expr) -> int:
+    """An int from a python int, IntImm or PrimValue."""
+    value = as_number(expr)
+    if not isinstance(value, int):
+        raise Unsupported(f"not a constant integer: {expr}")
+    return int(value)
 
 
 def int_tuple(expr) -> tuple[int, ...]:
@@ -219,7 +227,7 @@ def _reduce(op: str) -> Importer:
 
 def _clip(call) -> Reading:
     _float_only(call)
-    low, high = (float(_prim(a)) for a in call.args[1:3])
+    low, high = (float(as_number(a)) for a in call.args[1:3])
     if not low <= high:  # TVM and ONNX disagree on an empty range: not expressed
         raise Unsupported(f"clip with min {low} > max {high}")
     return "clip", {"min": low, "max": high}, [call.args[0]]
@@ -228,16 +236,6 @@ def _clip(call) -> Reading:
 def _leakyrelu(call) -> Reading:
     _float_only(call)
     return "leaky_relu", {"alpha": float(call.attrs.alpha)}, [call.args[0]]
-
-
-def _prim(expr):
-    """The number a PrimValue (or FloatImm, IntImm) holds."""
-    while not isinstance(expr, (int, float)):
-        value = getattr(expr, "value", None)
-        if value is None or value is expr:
-            raise Unsupported(f"not a constant: {expr}")
-        expr = value
-    return expr
 
 
 def _astype(call) -> Reading:

@@ -27,7 +27,7 @@ def tune(mod, target, trials: int, work_dir: Path, max_trials_per_task: int | No
     import tvm
     from tvm import relax
 
-    from ..onnx_io.prepare import stderr_silenced
+    from ..bridge.execute import stderr_silenced
 
     from ..cost.tuned import drop_foreign_log_handlers
 

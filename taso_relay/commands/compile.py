@@ -45,6 +45,8 @@ def sidecar_path(library) -> Path:
 def run_compile(args) -> int:
     import tvm
 
+    from ..onnx_io.export import onnx_index_bounds
+
     out = common.output_path(args.output)
     if args.trials < 0:
         raise common.InputError("--tune-trials must be >= 0")
@@ -74,8 +76,6 @@ def run_compile(args) -> int:
         except Exception as exc:  # noqa: BLE001 - usually a missing C compiler / cross toolchain
             raise RuntimeError(f"cannot write {out}: {common.first_line(exc)}") from exc
     params = [p.name for p in prepared.mod["main"].params]
-    from ..onnx_io.export import onnx_index_bounds
-
     bounds = onnx_index_bounds(prepared.model)
     meta = {
         "format": "taso_relay.library/1", "model": str(args.model), "library": out.name,

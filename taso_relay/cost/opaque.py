@@ -109,7 +109,7 @@ class OpaqueInfo:
                 out = bb.emit_output(new_call)
             bb.emit_func_output(out)
         mod = bb.get()
-        from ..onnx_io.prepare import stderr_silenced
+        from ..bridge.execute import stderr_silenced
 
         with stderr_silenced():  # TVM's C++ notes on what it legalizes (take's "fast mode") are not ours to show
             mod = relax.transform.LegalizeOps()(mod)

@@ -9,9 +9,7 @@ initializer. Every failure is an `InputError` with a one-line message.
 """
 from __future__ import annotations
 
-import contextlib
 import gc
-import os
 import sys
 import traceback
 import warnings
@@ -322,6 +320,8 @@ def import_relax(model, path) -> "tvm.IRModule":  # noqa: F821
     import tvm
     from tvm.relax.frontend.onnx import from_onnx
 
+    from ..bridge.execute import stderr_silenced
+
     error = None
     # TVM logs from C++ when the failed importer is destroyed; keep that off the user's terminal.
     with stderr_silenced():
@@ -343,24 +343,6 @@ def import_relax(model, path) -> "tvm.IRModule":  # noqa: F821
         gc.collect()
     raise error
 
-
-@contextlib.contextmanager
-def stderr_silenced():
-    """Send file descriptor 2 to /dev/null for the duration (C++ logging does not go through sys.stderr)."""
-    try:
-        sys.stderr.flush()
-        saved = os.dup(2)
-    except (OSError, ValueError):
-        yield
-        return
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
 
 
 def _failing_node(tb):
