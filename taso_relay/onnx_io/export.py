@@ -1,10 +1,10 @@
 """Graph -> ONNX (opset 17), and a numeric check of the result with onnxruntime.
 
 Every graph-form operator maps to one or a few standard ONNX operators, so an
-optimized graph runs outside TVM. An opaque node keeps a Relax call that
-has no general ONNX form; a graph with opaque nodes cannot be exported
-(`ExportError` names their operators), and `export_module` then falls back
-to the prepared input model.
+optimized graph runs outside TVM. An opaque node keeps a Relax call; those
+with an ONNX form are written by `opaque.py`, and a graph with any other
+cannot be exported (`ExportError` names their operators): `export_module`
+then falls back to the prepared input model.
 """
 from __future__ import annotations
 
@@ -17,59 +17,15 @@ import numpy as np
 from ..graph import Graph
 from ..graph.ops.linear import KERNEL_TO_OIHW
 from ..graph.ops.sources import constant_value
+from .opaque import OPAQUE_EMITTERS
+from .writer import ExportError, Writer, elem_type, load_onnx_module as _onnx
 
 OPSET = 17
 IR_VERSION = 8
 
 
-class ExportError(Exception):
-    """The graph has no ONNX form (the message says which operators)."""
-
-
-def _onnx():
-    import onnx
-    return onnx
-
-
-def _elem_type(dtype: str) -> int:
-    from onnx import helper
-    return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
-
-
-class _Writer:
-    """Accumulates ONNX nodes and initializers with unique names."""
-
-    def __init__(self):
-        self.nodes, self.inits, self.count = [], [], 0
-
-    def name(self, base: str) -> str:
-        self.count += 1
-        return f"{base}_{self.count}"
-
-    def const(self, value, base: str = "c") -> str:
-        from onnx import numpy_helper
-        name = self.name(base)
-        self.inits.append(numpy_helper.from_array(np.asarray(value, order="C"), name))
-        return name
-
-    def ints(self, values) -> str:
-        return self.const(np.asarray(list(values), dtype=np.int64), "ints")
-
-    def scalar(self, value, dtype: str) -> str:
-        return self.const(np.asarray(value, dtype=dtype), "scalar")
-
-    def op(self, op_type: str, inputs: Sequence[str], n_out: int = 1, **attrs) -> list[str]:
-        from onnx import helper
-        outs = [self.name(op_type.lower()) for _ in range(n_out)]
-        self.nodes.append(helper.make_node(op_type, list(inputs), outs, name=self.name("node"), **attrs))
-        return outs
-
-    def one(self, op_type: str, inputs: Sequence[str], **attrs) -> str:
-        return self.op(op_type, inputs, 1, **attrs)[0]
-
-
 # ---- operators ----------------------------------------------------------------------------------
-def _unary(w: _Writer, op: str, x: str, dtype: str) -> str:
+def _unary(w: Writer, op: str, x: str, dtype: str) -> str:
     simple = {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "erf": "Erf", "exp": "Exp", "log": "Log",
               "sqrt": "Sqrt", "neg": "Neg", "abs": "Abs"}
     if op in simple:
@@ -90,7 +46,7 @@ def _unary(w: _Writer, op: str, x: str, dtype: str) -> str:
     return w.one("Mul", [w.one("Mul", [x, half]), w.one("Add", [inner, one])])
 
 
-def _activation(w: _Writer, y: str, activation: str, dtype: str) -> str:
+def _activation(w: Writer, y: str, activation: str, dtype: str) -> str:
     return y if activation in ("none", "", None) else _unary(w, activation, y, dtype)
 
 
@@ -214,7 +170,7 @@ EMITTERS = {
     "expand_dims": _identity_if_empty("Unsqueeze"),
     "pad": _pad,
     "enlarge": _enlarge,
-    "cast": lambda w, a, xs, ins, outs: [w.one("Cast", xs, to=_elem_type(a["dtype"]))],
+    "cast": lambda w, a, xs, ins, outs: [w.one("Cast", xs, to=elem_type(a["dtype"]))],
     "isnan": lambda w, a, xs, ins, outs: [w.one("IsNaN", xs)],
     "leaky_relu": lambda w, a, xs, ins, outs: [w.one("LeakyRelu", xs, alpha=float(a["alpha"]))],
     "where": lambda w, a, xs, ins, outs: [w.one("Where", xs)],
@@ -224,55 +180,6 @@ EMITTERS = {
     **{name: (lambda op: lambda w, a, xs, ins, outs: [_unary(w, op, xs[0], outs[0].dtype)])(name)
        for name in UNARY},
     **{name: (lambda op: lambda w, a, xs, ins, outs: [w.one(op, xs)])(op_type) for name, op_type in BINARY.items()},
-}
-
-
-def _call_args(w: _Writer, call, xs) -> list[str]:
-    """The ONNX names of a call's arguments: its variables are the opaque node's inputs, in order
-    (xs); its constants stay in the call, and become initializers here."""
-    from tvm import relax
-    from tvm.ir.expr import Constant
-
-    names, given = [], iter(xs)
-    for arg in call.args:
-        if isinstance(arg, Constant):
-            names.append(w.const(arg.value.numpy(), "c"))
-        elif isinstance(arg, relax.Var):
-            names.append(next(given))
-        else:
-            raise ExportError(f"{call.op.name}: an argument of kind {type(arg).__name__} has no ONNX form here")
-    return names
-
-
-def _take(w: _Writer, call, xs, ins, outs):
-    axis = call.attrs.axis
-    if axis is None:  # relax.take without an axis indexes the flattened tensor
-        raise ExportError("relax.take without an axis has no ONNX form")
-    return [w.one("Gather", _call_args(w, call, xs), axis=int(axis))]
-
-
-def _cumsum(w: _Writer, call, xs, ins, outs):
-    a = call.attrs
-    if a.axis is None or (a.dtype is not None and str(a.dtype) not in ("", "void", str(outs[0].dtype))):
-        raise ExportError("relax.cumsum over the flattened tensor or into another dtype has no ONNX form here")
-    if str(outs[0].dtype) != str(ins[0].dtype):
-        raise ExportError("relax.cumsum into another dtype has no ONNX form here")
-    axis = w.const(np.asarray(int(a.axis), dtype=np.int64), "axis")
-    return [w.one("CumSum", [_call_args(w, call, xs)[0], axis], exclusive=int(bool(a.exclusive)))]
-
-
-# Opaque nodes (Relax calls the graph does not model) whose ONNX form is one operator: what the
-# embedding lookups of transformers exports leave after import (take, less, logical_and; RoBERTa's
-# position ids: cumsum, gather_elements).
-OPAQUE_EMITTERS = {
-    "relax.take": _take,
-    "relax.cumsum": _cumsum,
-    "relax.gather_elements": lambda w, call, xs, ins, outs: [
-        w.one("GatherElements", _call_args(w, call, xs), axis=int(call.attrs.axis))],
-    **{f"relax.{name}": (lambda t: lambda w, call, xs, ins, outs: [w.one(t, _call_args(w, call, xs))])(onnx_type)
-       for name, onnx_type in (("less", "Less"), ("greater", "Greater"), ("equal", "Equal"),
-                               ("less_equal", "LessOrEqual"), ("greater_equal", "GreaterOrEqual"),
-                               ("logical_and", "And"), ("logical_or", "Or"), ("logical_not", "Not"))},
 }
 
 
@@ -303,7 +210,7 @@ def export_graph(graph: Graph, signature, input_names: Sequence[str], output_nam
     if len(order) != len(output_names):
         raise ExportError(f"the function returns {len(order)} tensors but the model has {len(output_names)} outputs")
 
-    w = _Writer()
+    w = Writer()
     values: list[list[str]] = []
     known: dict[int, list[np.ndarray]] = {}  # nodes computed from weights and constants only
     graph_inputs = []
@@ -311,7 +218,7 @@ def export_graph(graph: Graph, signature, input_names: Sequence[str], output_nam
         a = node.attr_dict
         if node.op == "input":
             onnx_name = input_of.get(a["name"], a["name"])
-            graph_inputs.append(helper.make_tensor_value_info(onnx_name, _elem_type(a["dtype"]), list(a["shape"])))
+            graph_inputs.append(helper.make_tensor_value_info(onnx_name, elem_type(a["dtype"]), list(a["shape"])))
             values.append([onnx_name])
         elif node.op in ("weight", "constant"):
             value = (_weight_value(graph, a) if node.op == "weight"
@@ -338,7 +245,7 @@ def export_graph(graph: Graph, signature, input_names: Sequence[str], output_nam
         ref = graph.outputs[k]
         w.nodes.append(helper.make_node("Identity", [values[ref.node][ref.index]], [onnx_name], name=w.name("out")))
         t = graph.type_of(ref)
-        outputs.append(helper.make_tensor_value_info(onnx_name, _elem_type(t.dtype), list(t.shape)))
+        outputs.append(helper.make_tensor_value_info(onnx_name, elem_type(t.dtype), list(t.shape)))
     used = {i for n in w.nodes for i in n.input}
     inits = [t for t in w.inits if t.name in used]  # weights consumed only by folded nodes are gone
     onnx_graph = helper.make_graph(w.nodes, name, graph_inputs, outputs, initializer=inits)

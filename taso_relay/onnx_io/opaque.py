@@ -1,0 +1,163 @@
+"""ONNX forms of opaque nodes: Relax calls the graph does not model, each written as the one or few
+ONNX operators that compute it, so a model that still has them can be exported optimized.
+
+Each emitter reads the call's attributes and refuses (ExportError) what its ONNX operator cannot
+express; `export_module` then checks the whole export against onnxruntime before writing it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .writer import ExportError, Writer
+
+
+def _call_args(w: Writer, call, xs) -> list[str]:
+    """The ONNX names of a call's tensor arguments: its variables are the opaque node's inputs, in
+    order (xs); its constants stay in the call, and become initializers here. Shape arguments
+    (resize2d's output size) are left out: the emitters read sizes off the output's type."""
+    from tvm import relax
+    from tvm.ir.expr import Constant
+
+    names, given = [], iter(xs)
+    for arg in call.args:
+        if isinstance(arg, Constant):
+            names.append(w.const(arg.value.numpy(), "c"))
+        elif isinstance(arg, relax.Var):
+            names.append(next(given))
+        elif isinstance(arg, relax.ShapeExpr):
+            continue
+        else:
+            raise ExportError(f"{call.op.name}: an argument of kind {type(arg).__name__} has no ONNX form here")
+    return names
+
+
+def _ints(values) -> list[int]:
+    return [int(v) for v in values]
+
+
+def _out_dtype_is_input(call, outs, ins) -> None:
+    """Calls with an out_dtype attribute: only the input's own dtype has an ONNX form here."""
+    if str(outs[0].dtype) != str(ins[0].dtype):
+        raise ExportError(f"{call.op.name} into another dtype has no ONNX form here")
+
+
+def _take(w: Writer, call, xs, ins, outs):
+    axis = call.attrs.axis
+    if axis is None:  # relax.take without an axis indexes the flattened tensor
+        raise ExportError("relax.take without an axis has no ONNX form")
+    return [w.one("Gather", _call_args(w, call, xs), axis=int(axis))]
+
+
+def _cumsum(w: Writer, call, xs, ins, outs):
+    a = call.attrs
+    if a.axis is None:
+        raise ExportError("relax.cumsum over the flattened tensor has no ONNX form here")
+    _out_dtype_is_input(call, outs, ins)
+    axis = w.const(np.asarray(int(a.axis), dtype=np.int64), "axis")
+    return [w.one("CumSum", [_call_args(w, call, xs)[0], axis], exclusive=int(bool(a.exclusive)))]
+
+
+def _conv1d(w: Writer, call, xs, ins, outs):
+    a = call.attrs
+    if (a.data_layout, a.kernel_layout, a.out_layout) != ("NCW", "OIW", "NCW"):
+        raise ExportError(f"conv1d in layout {a.data_layout}/{a.kernel_layout} (ONNX Conv is NCW/OIW)")
+    _out_dtype_is_input(call, outs, ins)
+    return [w.one("Conv", _call_args(w, call, xs), strides=_ints(a.strides), pads=_ints(a.padding),
+                  dilations=_ints(a.dilation), group=int(a.groups))]
+
+
+def _conv2d_transpose(w: Writer, call, xs, ins, outs):
+    a = call.attrs
+    if (a.data_layout, a.kernel_layout, a.out_layout) != ("NCHW", "IOHW", "NCHW"):
+        raise ExportError(f"conv2d_transpose in layout {a.data_layout}/{a.kernel_layout} "
+                          "(ONNX ConvTranspose is NCHW/IOHW)")
+    _out_dtype_is_input(call, outs, ins)
+    # Relax pads (top, left, bottom, right): ONNX's order too (begins, then ends)
+    return [w.one("ConvTranspose", _call_args(w, call, xs), strides=_ints(a.strides), pads=_ints(a.padding),
+                  output_padding=_ints(a.output_padding), dilations=_ints(a.dilation), group=int(a.groups))]
+
+
+def _prelu(w: Writer, call, xs, ins, outs):
+    x, alpha = _call_args(w, call, xs)
+    rank, axis = len(outs[0].shape), int(call.attrs.axis)
+    axis = axis + rank if axis < 0 else axis
+    # ONNX PRelu broadcasts the slope from the right: the channel count, then ones to the last axis
+    channels = outs[0].shape[axis]
+    slope = w.one("Reshape", [alpha, w.ints([channels] + [1] * (rank - axis - 1))])
+    return [w.one("PRelu", [x, slope])]
+
+
+def _axes(call, rank: int) -> list[int]:
+    axis = call.attrs.axis
+    return list(range(rank)) if axis is None else [int(v) % rank for v in axis]
+
+
+def _variance(w: Writer, call, xs, ins, outs):
+    """Mean of the squared deviations from the mean, as topi's variance computes it (GroupNorm's and
+    InstanceNorm's statistics; ONNX has no operator for it)."""
+    (x,) = _call_args(w, call, xs)
+    axes = _axes(call, len(ins[0].shape))
+    mean = w.one("ReduceMean", [x], axes=axes, keepdims=1)
+    diff = w.one("Sub", [x, mean])
+    return [w.one("ReduceMean", [w.one("Mul", [diff, diff])], axes=axes, keepdims=int(bool(call.attrs.keepdims)))]
+
+
+def _arg(onnx_type: str):
+    def emit(w: Writer, call, xs, ins, outs):
+        if call.attrs.axis is None:
+            raise ExportError(f"{call.op.name} over the flattened tensor has no ONNX form here")
+        if str(outs[0].dtype) != "int64":
+            raise ExportError(f"{call.op.name} into {outs[0].dtype} has no ONNX form here")
+        return [w.one(onnx_type, _call_args(w, call, xs), axis=int(call.attrs.axis),
+                      keepdims=int(bool(call.attrs.keepdims)))]
+    return emit
+
+
+_RESIZE_MODES = {"nearest_neighbor": "nearest", "linear": "linear", "cubic": "cubic"}
+_NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+
+
+def _resize2d(w: Writer, call, xs, ins, outs):
+    """TVM's importer maps ONNX Resize's attributes one to one; this maps them back. The output
+    size is the output's shape, given to ONNX as `sizes`."""
+    a = call.attrs
+    if a.layout != "NCHW" or a.method not in _RESIZE_MODES:
+        raise ExportError(f"resize2d in layout {a.layout} with method {a.method} has no ONNX form here")
+    if a.coordinate_transformation_mode == "tf_crop_and_resize":
+        raise ExportError("resize2d with a region of interest has no ONNX form here")
+    _out_dtype_is_input(call, outs, ins)
+    attrs = {"mode": _RESIZE_MODES[a.method], "coordinate_transformation_mode": a.coordinate_transformation_mode,
+             "cubic_coeff_a": float(a.cubic_alpha), "exclude_outside": int(a.cubic_exclude),
+             "extrapolation_value": float(a.extrapolation_value)}
+    if a.method == "nearest_neighbor":
+        if a.rounding_method not in _NEAREST_MODES:
+            raise ExportError(f"resize2d rounding {a.rounding_method!r} has no ONNX form")
+        attrs["nearest_mode"] = a.rounding_method
+    (x,) = _call_args(w, call, xs)
+    return [w.one("Resize", [x, "", "", w.ints(outs[0].shape)], **attrs)]
+
+
+def _one(onnx_type: str):
+    return lambda w, call, xs, ins, outs: [w.one(onnx_type, _call_args(w, call, xs))]
+
+
+# What real exports leave opaque: embedding lookups (take, less, logical_and), RoBERTa's position ids
+# (cumsum, gather_elements), audio nets (conv1d), decoders and U-Nets (conv2d_transpose, resize2d),
+# GroupNorm and InstanceNorm (variance), PReLU, classifier heads (argmax).
+OPAQUE_EMITTERS = {
+    "relax.take": _take,
+    "relax.cumsum": _cumsum,
+    "relax.gather_elements": lambda w, call, xs, ins, outs: [
+        w.one("GatherElements", _call_args(w, call, xs), axis=int(call.attrs.axis))],
+    "relax.nn.conv1d": _conv1d,
+    "relax.nn.conv2d_transpose": _conv2d_transpose,
+    "relax.nn.prelu": _prelu,
+    "relax.variance": _variance,
+    "relax.argmax": _arg("ArgMax"),
+    "relax.argmin": _arg("ArgMin"),
+    "relax.image.resize2d": _resize2d,
+    **{f"relax.{name}": _one(onnx_type)
+       for name, onnx_type in (("less", "Less"), ("greater", "Greater"), ("equal", "Equal"),
+                               ("less_equal", "LessOrEqual"), ("greater_equal", "GreaterOrEqual"),
+                               ("logical_and", "And"), ("logical_or", "Or"), ("logical_not", "Not"))},
+}

@@ -1,0 +1,72 @@
+"""Opaque nodes with an ONNX form (onnx_io/opaque.py): a model whose Relax calls the graph does not
+model is exported optimized, and onnxruntime computes the same on the export as on the input."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+from taso_relay.bridge import graph_from_function  # noqa: E402
+from taso_relay.onnx_io import prepare  # noqa: E402
+from taso_relay.onnx_io.export import export_module, run_onnxruntime  # noqa: E402
+
+
+def _model(tmp_path, nodes, x_shape, y_shape, inits=(), y_type=TensorProto.FLOAT):
+    rng = np.random.default_rng(3)
+    inits = [numpy_helper.from_array(v if v.dtype != np.float64 else v.astype(np.float32), name)
+             for name, v in ((n, rng.uniform(-1, 1, s)) if isinstance(s, tuple) else (n, s) for n, s in inits)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape))],
+                              [helper.make_tensor_value_info("y", y_type, list(y_shape))], inits)
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+CASES = {
+    # ONNX op, its attributes, (node, weights, x shape, y shape, the Relax call left opaque)
+    "conv1d": ([helper.make_node("Conv", ["x", "w"], ["c"], strides=[2], pads=[1, 2], dilations=[2], group=2),
+                helper.make_node("Relu", ["c"], ["y"])], [("w", (6, 2, 3))], (1, 4, 17), (1, 6, 8),
+               "relax.nn.conv1d", "Conv"),
+    "conv_transpose": ([helper.make_node("ConvTranspose", ["x", "w"], ["c"], strides=[2, 3], pads=[0, 1, 1, 2],
+                                         output_padding=[1, 0]),
+                        helper.make_node("Relu", ["c"], ["y"])], [("w", (3, 5, 3, 2))], (1, 3, 4, 5), (1, 5, 9, 11),
+                       "relax.nn.conv2d_transpose", "ConvTranspose"),
+    "prelu": ([helper.make_node("PRelu", ["x", "s"], ["y"])], [("s", (3, 1, 1))], (2, 3, 4, 5), (2, 3, 4, 5),
+              "relax.nn.prelu", "PRelu"),
+    "instance_norm": ([helper.make_node("InstanceNormalization", ["x", "g", "b"], ["y"], epsilon=1e-3)],
+                      [("g", (3,)), ("b", (3,))], (2, 3, 4, 5), (2, 3, 4, 5), "relax.variance", "ReduceMean"),
+    "argmax": ([helper.make_node("ArgMax", ["x"], ["y"], axis=1, keepdims=0)], [], (2, 5, 3), (2, 3),
+               "relax.argmax", "ArgMax"),
+    "resize_nearest": ([helper.make_node("Resize", ["x", "", "sc"], ["y"], mode="nearest",
+                                         coordinate_transformation_mode="asymmetric", nearest_mode="floor")],
+                       [("sc", np.array([1, 1, 2, 3], np.float32))], (1, 2, 3, 4), (1, 2, 6, 12),
+                       "relax.image.resize2d", "Resize"),
+    "resize_linear": ([helper.make_node("Resize", ["x", "", "", "sz"], ["y"], mode="linear",
+                                        coordinate_transformation_mode="half_pixel")],
+                      [("sz", np.array([1, 2, 7, 5], np.int64))], (1, 2, 3, 4), (1, 2, 7, 5),
+                      "relax.image.resize2d", "Resize"),
+    "resize_cubic": ([helper.make_node("Resize", ["x", "", "", "sz"], ["y"], mode="cubic", cubic_coeff_a=-0.5,
+                                       coordinate_transformation_mode="align_corners")],
+                     [("sz", np.array([1, 2, 5, 9], np.int64))], (1, 2, 3, 4), (1, 2, 5, 9),
+                     "relax.image.resize2d", "Resize"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_opaque_call_exports_as_its_onnx_operator(name, tmp_path):
+    nodes, inits, x_shape, y_shape, label, onnx_type = CASES[name]
+    y_type = TensorProto.INT64 if onnx_type == "ArgMax" else TensorProto.FLOAT
+    prepared = prepare(_model(tmp_path, nodes, x_shape, y_shape, inits, y_type), {})
+    imported = graph_from_function(prepared.mod["main"], "main", prepared.mod)
+    labels = {imported.graph.nodes[i].attr("label") for i in imported.graph.nodes_of("opaque")}
+    assert label in labels  # the call is opaque: what is tested is its ONNX form
+
+    exported = export_module(prepared.mod, prepared, graph=imported.graph, signature=imported.signature)
+    assert exported.exported, exported.reason
+    assert onnx_type in [n.op_type for n in exported.model.graph.node]
+    x = np.random.default_rng(7).uniform(-1, 1, x_shape).astype(np.float32)
+    (want,), (got,) = run_onnxruntime(prepared.original, {"x": x}), run_onnxruntime(exported.model, {"x": x})
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
