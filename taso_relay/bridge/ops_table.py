@@ -298,27 +298,56 @@ IMPORTERS: dict[str, Importer] = {
 
 
 def import_call_tir(call, mod) -> Reading:
-    """A call_tir whose PrimFunc is exactly topi's maximum or minimum of its two arguments, as
-    that binary operator. TVM's ONNX importer emits Clip (ReLU6 in every MobileNetV2) that way;
-    compared structurally with topi's own function for the same shapes, so nothing else passes."""
+    """A call_tir whose PrimFunc is exactly one of topi's, for the argument shapes, as the graph op
+    computing the same: maximum or minimum of two arguments (TVM's ONNX importer emits Clip that
+    way: ReLU6 in every MobileNetV2), or a tile that only repeats dimensions of size 1, which is a
+    broadcast_to (ONNX Tile from PyTorch's repeat_interleave: grouped-query attention's K and V).
+    The PrimFunc is compared structurally with topi's own, so nothing else passes."""
     callee, args = call.args[0], call.args[1] if len(call.args) == 2 else None
-    if not isinstance(args, relax.Tuple) or len(args.fields) != 2 or callee not in mod.functions:
-        raise Unsupported("a call_tir that is not an element-wise maximum or minimum")
-    shapes = [static_shape(a.ty) for a in args.fields]
+    if not isinstance(args, relax.Tuple) or callee not in mod.functions or not isinstance(call.ty, relax.TensorType):
+        raise Unsupported("a call_tir that is not one of topi's maximum, minimum or tile")
+    reading = (_as_binary(call, mod[callee], args.fields) if len(args.fields) == 2
+               else _as_broadcast(call, mod[callee], args.fields[0]) if len(args.fields) == 1 else None)
+    if reading is None:
+        raise Unsupported("a call_tir that is not one of topi's maximum, minimum or tile")
+    return reading
+
+
+def _as_binary(call, prim, args) -> Reading | None:
+    shapes = [static_shape(a.ty) for a in args]
     try:
         broadcast = np.broadcast_shapes(*shapes)
     except ValueError:
-        raise Unsupported("a call_tir that is not an element-wise maximum or minimum") from None
-    if not isinstance(call.ty, relax.TensorType) or static_shape(call.ty) != tuple(broadcast):
-        raise Unsupported("a call_tir that is not an element-wise maximum or minimum")
+        return None
+    if static_shape(call.ty) != tuple(broadcast):
+        return None
     try:
-        references = _topi_binary([a.ty for a in args.fields])
+        references = _topi_binary([a.ty for a in args])
     except Exception:  # noqa: BLE001 - arguments topi cannot combine (mixed dtypes, ...): not these operators
-        raise Unsupported("a call_tir that is not an element-wise maximum or minimum") from None
-    for name, prim in references.items():
-        if structural_equal(mod[callee], prim):
-            return name, {}, list(args.fields)
-    raise Unsupported("a call_tir that is not an element-wise maximum or minimum")
+        return None
+    for name, reference in references.items():
+        if structural_equal(prim, reference):
+            return name, {}, list(args)
+    return None
+
+
+def _as_broadcast(call, prim, arg) -> Reading | None:
+    shape, out = static_shape(arg.ty), static_shape(call.ty)
+    padded = (1,) * (len(out) - len(shape)) + shape
+    if len(out) < len(shape) or any(o % i for o, i in zip(out, padded) if i):
+        return None
+    reps = [o // i if i else 1 for o, i in zip(out, padded)]
+    if any(r != 1 and i != 1 for r, i in zip(reps, padded)):
+        return None  # a real tile (copies of a whole dimension): not modelled
+    key = ("tile", shape, dtype_of(arg.ty), tuple(reps))
+    if key not in _TOPI_CACHE:
+        from tvm import te, tirx, topi
+
+        x = te.placeholder([tirx.IntImm("int64", d) for d in shape], dtype_of(arg.ty))
+        _TOPI_CACHE[key] = te.create_prim_func([x, topi.tile(x, reps)]).without_attr("global_symbol")
+    if not structural_equal(prim, _TOPI_CACHE[key]):
+        return None
+    return "broadcast_to", {"shape": out}, [arg]
 
 
 def _topi_binary(types) -> dict:

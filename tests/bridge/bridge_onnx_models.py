@@ -146,6 +146,19 @@ def relu6_block():
     return m.build([("x", F32, [1, 3, 6, 6])], [(y, F32, [1, 4, 6, 6])])
 
 
+def gqa_tiles():
+    """Grouped-query attention's K/V repeat as PyTorch exports repeat_interleave: Unsqueeze, Tile over
+    the new axis of size 1, Reshape; beside it a Tile that copies a whole axis. TVM's importer emits
+    both as call_tir of topi.tile."""
+    m = Model(11)
+    k = m.op("MatMul", ["x", m.weight((8, 8))])
+    heads = m.op("Reshape", [k, m.const([1, 2, 4, 4])])
+    tiled = m.op("Tile", [m.op("Unsqueeze", [heads, m.const([2])]), m.const([1, 1, 3, 1, 1])])
+    y = m.op("Relu", [m.op("Reshape", [tiled, m.const([1, 6, 4, 4])])])
+    z = m.op("Tile", [m.op("Sigmoid", ["x"]), m.const([1, 2, 1])])
+    return m.build([("x", F32, [1, 4, 8])], [(y, F32, [1, 6, 4, 4]), (z, F32, [1, 8, 8])])
+
+
 def token_types():
     """BERT's embeddings: word ids into a 12-row table, token types (through a Cast) into a 2-row one."""
     m = Model(10)

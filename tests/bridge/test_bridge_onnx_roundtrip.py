@@ -133,3 +133,22 @@ def test_relu6_clip_is_read_as_maximum_and_minimum(run_module, rng):
         changed = mod.clone()
         changed["main"] = func
         np.testing.assert_array_equal(run_module(changed, x)[0], want)
+
+
+def test_tile_of_a_size_one_axis_is_read_as_broadcast_to(run_module, rng):
+    """GQA's repeat_interleave: topi.tile over an axis of size 1 is a broadcast_to (the search sees
+    through it); a tile that copies a whole axis stays an opaque call_tir. Both round-trip."""
+    from bridge_onnx_models import gqa_tiles
+
+    mod = import_onnx(gqa_tiles())
+    imported = graph_from_function(mod["main"], "main", mod)
+    graph = imported.graph
+    (b,) = graph.nodes_of("broadcast_to")
+    assert graph.nodes[b].attr("shape") == (1, 2, 3, 4, 4)
+    assert [graph.nodes[i].attr("label") for i in graph.nodes_of("opaque")] == ["relax.call_tir"]
+    x = [rng.uniform(-1, 1, (1, 4, 8)).astype("float32")]
+    want = run_module(mod, x)
+    changed = mod.clone()
+    changed["main"] = function_from_graph(graph, "main", imported.signature)
+    for w, g in zip(want, run_module(changed, x)):
+        np.testing.assert_array_equal(g, w)
