@@ -377,19 +377,50 @@ class TASOOptimizer:
 CONTESTED = "contested merges"  # the candidate made of merges the judge refused (SearchReport.contested)
 
 
+SHIPPED = "shipped"  # in a list of rule files: the rule files shipped with the package
+
+
 @functools.lru_cache(maxsize=8)
-def _load(path: str | None) -> RuleIndex:
-    """Rule files are read and compiled once per process (the index is reused across functions)."""
-    return RuleIndex(default_rules() if path is None else load_rules(path, status="PROVED"))
+def _load(files: tuple[tuple[str, float], ...]) -> RuleIndex:
+    """Rule files are read and compiled once per process (the index is reused across functions); a
+    file changed since (verified again, say) is read again: the key has its modification time."""
+    rules = []
+    for path, _ in files:
+        rules.extend(default_rules() if path == SHIPPED else _proven(path))
+    return RuleIndex(rules)
+
+
+def _versioned(paths) -> tuple[tuple[str, float], ...]:
+    def stamp(path: str) -> float:
+        try:
+            return os.stat(path).st_mtime_ns
+        except OSError:
+            return -1  # not there: load_rules says so
+    return tuple((path, 0 if path == SHIPPED else stamp(path)) for path in paths)
+
+
+def _proven(path: str) -> list:
+    """A rule file's PROVED rules; what is left out is said (a reference rule set may not be proven
+    yet, or use operators the graph form does not have)."""
+    rules = load_rules(path, strict=False)
+    proven = [r for r in rules if r.status == "PROVED"]
+    if len(proven) < len(rules):
+        warnings.warn(f"{path}: {len(rules) - len(proven)} of its {len(rules)} usable rules are not PROVED and are "
+                      f"not used (prove them with `taso-relay rules verify {path}`)", stacklevel=3)
+    return proven
 
 
 def resolve_rules(rules) -> RuleIndex:
-    """None: the shipped proven rules; a path: that file's proven rules; a list of Rules: as given."""
+    """None: the shipped proven rules; a path, or a list of paths ("shipped" naming the shipped files):
+    the proven rules of those files; a list of Rules: as given."""
     if isinstance(rules, RuleIndex):
         return rules
     if rules is None or isinstance(rules, (str, os.PathLike)):
-        return _load(None if rules is None else os.fspath(rules))
-    return RuleIndex(list(rules))
+        return _load(_versioned((SHIPPED if rules is None else os.fspath(rules),)))
+    rules = list(rules)
+    if rules and all(isinstance(r, (str, os.PathLike)) for r in rules):
+        return _load(_versioned(os.fspath(r) for r in rules))
+    return RuleIndex(rules)
 
 
 def resolve_cost(cost, target=None, lowering: str = "default"):

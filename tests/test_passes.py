@@ -1,6 +1,7 @@
 """TASOPass as a tvm.transform pass and the "taso" pipeline, including its safety checks."""
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -396,3 +397,20 @@ def test_verify_speed_rejects_compiled_outputs_that_differ(resnet, monkeypatch):
         out = taso(resnet)
     tvm.ir.assert_structural_equal(out, resnet)
     assert taso.report["main"].rejected_by == "numeric"
+
+
+def test_rule_files_add_to_the_shipped_rules_and_are_read_again_when_changed(tmp_path):
+    import json
+
+    from taso_relay.passes import SHIPPED, resolve_rules
+
+    doc = json.loads(FIXTURE_RULES.read_text())
+    rules = [dict(r, verification={"status": "PROVED"}) for r in doc["rules"][:2]]
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps({"format": 1, "rules": rules[:1]}))
+    shipped = len(resolve_rules(None).matchers)
+    assert len(resolve_rules([SHIPPED, path]).matchers) == shipped + 1
+    assert len(resolve_rules(path).matchers) == 1
+    path.write_text(json.dumps({"format": 1, "rules": rules}))
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))  # a later write, surely
+    assert len(resolve_rules(path).matchers) == 2

@@ -41,6 +41,10 @@ def add_taso_arguments(p: argparse.ArgumentParser) -> None:
                         "compile then builds from that database); default: the pass's own choice")
     p.add_argument("--time-limit", type=float, default=None, metavar="S",
                    help="seconds the search may take per function (default: the pass's own, 8)")
+    p.add_argument("--rules", action="append", default=None, metavar="FILE",
+                   help="rule file whose PROVED rules the search uses instead of the shipped ones (repeatable; "
+                        "'shipped' names the shipped files, e.g. --rules shipped --rules mine.json); prove a "
+                        "file's rules first with `taso-relay rules verify FILE`")
     p.add_argument("--verify-speed", action="store_true",
                    help="time the original and the rewritten model on the target (compiled with the cost model's "
                         "lowering) and keep the rewrite only if it is measured faster; costs two extra builds")
@@ -131,11 +135,28 @@ def make_pass(args, target):
             kwargs["cost"] = judge_cost(args, target)
     if getattr(args, "time_limit", None) is not None:
         kwargs["time_limit"] = float(args.time_limit)
+    if getattr(args, "rules", None):
+        kwargs["rules"] = rule_index(args.rules)
     if getattr(args, "verify_speed", False):
         kwargs["verify_speed"] = True
     if getattr(args, "trials", 0) or getattr(args, "work_dir", None) is not None:
         kwargs["lowering"] = "tuning"  # `compile --tune-trials`: the kernels are built by MetaSchedule's pipeline
     return TASOPass(**kwargs)
+
+
+def rule_index(files):
+    """The rules of --rules, read before the search starts; a file that is not a rule file (or has no
+    proven rule) is the command's error, not the search's."""
+    from ..passes import resolve_rules
+    from ..subst import RuleFileError
+
+    try:
+        index = resolve_rules(files)
+    except RuleFileError as exc:
+        raise InputError(str(exc)) from None
+    if not index.matchers:
+        raise InputError(f"no PROVED rule in {', '.join(files)}: prove them with `taso-relay rules verify FILE`")
+    return index
 
 
 def judge_cost(args, target):

@@ -44,7 +44,8 @@ def run_optimize(args) -> int:
             "functions": {name: report_dict(r) for name, r in taso.report.items()},
             "pass_settings": {"cost": _describe(getattr(taso, "cost", args.cost)),
                               "time_limit": getattr(taso, "time_limit", args.time_limit),
-                              "verify_speed": bool(getattr(taso, "verifies_speed", False))},
+                              "verify_speed": bool(getattr(taso, "verifies_speed", False)),
+                              "rules": args.rules or ["shipped"]},
             "warnings": sorted(set(pass_warnings)), "written": {},
         }
         if args.report:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from ..graph import GraphBuilder, Ref, TensorType, get_op
-from ..graph.types import ShapeError
+from ..graph.types import GraphError, ShapeError
 from . import expr
 
 INPUT_KINDS = ("any", "weight", "input")
@@ -197,7 +197,11 @@ def validate(rule: Rule) -> None:
     for which in ("source", "target"):
         seen = set(names)
         for node in rule.side(which):
-            opdef = get_op(node.op)
+            try:
+                opdef = get_op(node.op)
+            except GraphError:
+                raise bad(f"{which} node '{node.id}' uses operator '{node.op}', which the graph form does not have") \
+                    from None
             if node.id in seen:
                 raise bad(f"{which} node id '{node.id}' is used twice")
             if opdef.arity is not None and len(node.inputs) != opdef.arity:

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..graph.types import GraphError
 from .rule import PatternInput, PatternNode, Rule
 
 FORMAT = 1
@@ -78,8 +81,27 @@ def _node_from_dict(data: dict[str, Any]) -> PatternNode:
                        _tuplify(dict(data.get("attrs", {}))))
 
 
-def load_rules(path: str | os.PathLike, *, status: str | None = None) -> list[Rule]:
-    """Load a rule file; `status="PROVED"` keeps only proven rules."""
+@dataclass
+class RuleFile:
+    """A rule file as read: the rules this version can use, and the entries it cannot (kept verbatim,
+    by position, so that a command writing the file back loses none of them)."""
+
+    path: Path
+    rules: list[Rule]
+    unreadable: list[tuple[int, Any, str]] = field(default_factory=list)  # (position, entry, why)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        """One line naming the unreadable entries, e.g. for a reference rule set with other operators."""
+        shown = "; ".join(why for _, _, why in self.unreadable[:3])
+        more = f"; and {len(self.unreadable) - 3} more" if len(self.unreadable) > 3 else ""
+        return (f"{self.path}: {len(self.unreadable)} of {len(self.rules) + len(self.unreadable)} rules cannot be "
+                f"used here and are skipped ({shown}{more})")
+
+
+def read_rule_file(path: str | os.PathLike) -> RuleFile:
+    """Read a rule file; rules this version cannot use (an operator or attribute the graph form lacks,
+    a malformed entry) are set aside with the reason. A file that is not a rule file is an error."""
     path = Path(path)
     try:
         doc = json.loads(path.read_text())
@@ -91,22 +113,39 @@ def load_rules(path: str | os.PathLike, *, status: str | None = None) -> list[Ru
         raise RuleFileError(f"{path}: expected an object with a 'rules' list")
     if doc.get("format", FORMAT) != FORMAT:
         raise RuleFileError(f"{path}: rule format {doc.get('format')} is not supported (expected {FORMAT})")
-    rules = []
+    read = RuleFile(path, [], meta={k: v for k, v in doc.items() if k not in ("format", "rules")})
     for k, item in enumerate(doc["rules"]):
         try:
-            rules.append(rule_from_dict(item))
-        except (KeyError, TypeError, ValueError) as exc:
+            read.rules.append(rule_from_dict(item))
+        except (KeyError, TypeError, ValueError, AttributeError, GraphError) as exc:
             rid = item.get("id", f"#{k}") if isinstance(item, dict) else f"#{k}"
-            raise RuleFileError(f"{path}: rule {rid} is malformed: {exc}") from None
+            why = str(exc) if str(exc).startswith(f"rule {rid}") else f"rule {rid}: {exc}"
+            read.unreadable.append((k, item, why))
+    return read
+
+
+def load_rules(path: str | os.PathLike, *, status: str | None = None, strict: bool = True) -> list[Rule]:
+    """Load a rule file; `status="PROVED"` keeps only proven rules.
+
+    strict: a rule this version cannot use is an error naming it; otherwise it is skipped with a
+    warning (a reference rule set may use operators the graph form does not have)."""
+    read = read_rule_file(path)
+    if read.unreadable:
+        if strict:
+            raise RuleFileError(f"{read.path}: {read.unreadable[0][2]}")
+        warnings.warn(read.summary(), stacklevel=2)
+    rules = read.rules
     if status is not None:
         rules = [r for r in rules if r.status == status]
     return rules
 
 
-def save_rules(path: str | os.PathLike, rules: Iterable[Rule], meta: dict[str, Any] | None = None) -> None:
-    """Write atomically (temp file + rename) so an interrupted write loses nothing."""
+def save_rules(path: str | os.PathLike, rules: Iterable[Rule | dict], meta: dict[str, Any] | None = None) -> None:
+    """Write atomically (temp file + rename) so an interrupted write loses nothing. Entries that are
+    not Rules (unreadable ones, see RuleFile) are written as they were read."""
     path = Path(path)
-    doc = {"format": FORMAT, **(_jsonable(meta or {})), "rules": [rule_to_dict(r) for r in rules]}
+    doc = {"format": FORMAT, **(_jsonable(meta or {})),
+           "rules": [rule_to_dict(r) if isinstance(r, Rule) else r for r in rules]}
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
     os.replace(tmp, path)

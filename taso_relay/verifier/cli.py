@@ -51,6 +51,9 @@ def run_verify(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(summary_table(result))
+    if result.unreadable:
+        print(f"not verified: {len(result.unreadable)} rules cannot be read here and were left in the file as they "
+              f"were ({result.unreadable[0][2]}{'; ...' if len(result.unreadable) > 1 else ''})")
     print(f"report: {report_path(result.path)}")
     if result.interrupted:
         print("interrupted: verdicts so far were saved; run again to continue", file=sys.stderr)

@@ -15,11 +15,11 @@ import multiprocessing as mp
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Callable, Mapping
 
 import z3
 
-from ..subst import load_rules, rule_from_dict, rule_to_dict, save_rules
+from ..subst import read_rule_file, rule_from_dict, rule_to_dict, save_rules
 from ..subst.rule import Rule
 from . import axioms as AX
 from .numerics import measure
@@ -138,14 +138,15 @@ class RunResult:
     reused: int = 0
     interrupted: bool = False
     counts: dict = field(default_factory=dict)
+    unreadable: list = field(default_factory=list)  # (position, entry, why): left in the file as they were
 
 
 def verify_file(path, timeout: float = DEFAULT_TIMEOUT, workers: int = 2, force: bool = False,
                 numerics: bool = True, progress: Callable | None = None,
                 write: bool = True) -> RunResult:
     path = Path(path)
-    rules = load_rules(path)
-    meta = _meta(path)
+    read = read_rule_file(path)
+    rules, meta = read.rules, read.meta
     by_id = {r.id: r for r in rules}
     stale = {i for i, r in enumerate(rules) if force or not _is_current(r, by_id)}
     # a stale mirror takes its equivalence along: its proof was the other direction's, so that is
@@ -174,13 +175,17 @@ def verify_file(path, timeout: float = DEFAULT_TIMEOUT, workers: int = 2, force:
         if bar is not None:
             bar.close()
     elapsed = time.perf_counter() - t0
-    result = RunResult(path, rules, elapsed, workers, timeout, len(rules) - len(todo), interrupted)
+    result = RunResult(path, rules, elapsed, workers, timeout, len(rules) - len(todo), interrupted,
+                       unreadable=read.unreadable)
     result.counts = {s: sum(r.status == s for r in rules) for s in (PROVED, REFUTED, UNKNOWN, "UNVERIFIED")}
     if write:
         meta["verification"] = {"axioms": len(AX.ALL), "axioms_digest": axioms_digest(),
                                 "timeout_s": timeout, "counts": result.counts,
                                 "report": report_path(path).name}
-        save_rules(path, rules, meta)
+        entries: list = list(rules)
+        for position, entry, _ in read.unreadable:  # back where they were, untouched
+            entries.insert(position, entry)
+        save_rules(path, entries, meta)
         write_report(result)
     return result
 
@@ -192,8 +197,3 @@ def _collect(results, rules, bar):
             if bar is not None:
                 bar.set_postfix_str(f"{rules[index].id}: {ver['status']}", refresh=False)
                 bar.update(1)
-
-
-def _meta(path: Path) -> dict[str, Any]:
-    doc = json.loads(path.read_text())
-    return {k: v for k, v in doc.items() if k not in ("format", "rules")}

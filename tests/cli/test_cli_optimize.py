@@ -125,3 +125,29 @@ def test_emit_onnx_writes_cumsum_and_gather_elements(cli, tmp_path):
     assert "CumSum" in ops and "GatherElements" in ops
     x = np.random.default_rng(1).uniform(-1, 1, (2, 5)).astype("float32")
     np.testing.assert_allclose(_ort(onnx.load(str(out_path)), {"x": x})[0], _ort(model, {"x": x})[0], rtol=1e-6)
+
+
+def test_rules_option_uses_the_proven_rules_of_a_file(cli, small, tmp_path):
+    """--rules: a rule set from elsewhere. Its PROVED rules replace the shipped ones, what is not
+    proven is said, and a file with nothing usable is a one-line error before any work."""
+    from pathlib import Path
+
+    doc = json.loads((Path(__file__).parents[1] / "subst" / "rules_fixture.json").read_text())
+    proven = dict(next(r for r in doc["rules"] if r["id"] == "fuse-conv-relu"), verification={"status": "PROVED"})
+    unproven = next(r for r in doc["rules"] if r["id"] == "merge-parallel-conv")
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps({"format": 1, "rules": [proven, unproven]}))
+    status, out, err = cli("optimize", small, "--rules", path, "--time-limit", "1")
+    assert status == 0, err
+    assert "rules=1," in out
+    assert "1 of its 2 usable rules are not PROVED" in err
+
+    status, out, err = cli("optimize", small, "--rules", "shipped", "--rules", path, "--time-limit", "1", "--json")
+    assert status == 0, err
+    assert json.loads(out)["pass_settings"]["rules"] == ["shipped", str(path)]
+
+    path.write_text(json.dumps({"format": 1, "rules": [unproven]}))
+    status, out, err = cli("optimize", small, "--rules", path)
+    assert status == 2 and "no PROVED rule" in err and "Traceback" not in err
+    status, out, err = cli("optimize", small, "--rules", tmp_path / "absent.json")
+    assert status == 2 and "no such rule file" in err

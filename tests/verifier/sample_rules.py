@@ -160,3 +160,15 @@ WRONG = [
          [n("ac", "concat", "a", "c", axis=0), n("bd", "concat", "b", "d", axis=0), n("s", "add", "ac", "bd")],
          [["c0", "s"]], {"inputs": {"a": [2, 3], "b": [2, 3], "c": [2, 3], "d": [2, 3]}}),
 ]
+
+
+def rule_dict_with_op(entry: dict, op: str) -> dict:
+    """A rule file entry like `entry` whose first source node uses operator `op` (another version's
+    rule set), under a new id."""
+    import copy
+
+    foreign = copy.deepcopy(entry)
+    foreign["id"] = f"{entry['id']}-{op}"
+    foreign["source"][0]["op"] = op
+    foreign["verification"] = {}
+    return foreign

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from sample_rules import CORRECT, WRONG
-from taso_relay.subst import load_rules, save_rules
+from taso_relay.subst import RuleFileError, load_rules, save_rules
 from taso_relay.verifier.cli import add_verify_command, main
 from taso_relay.verifier.report import report_path
 
@@ -66,3 +66,26 @@ def test_add_verify_command_registers_a_subcommand():
     add_verify_command(sub)
     args = parser.parse_args(["verify", "x.json", "--timeout", "3", "--workers", "4"])
     assert args.timeout == 3.0 and args.workers == 4 and args.func.__name__ == "run_verify"
+
+
+def test_rules_the_graph_form_cannot_read_are_kept_and_the_rest_verified(tmp_path, capsys):
+    """A reference rule set may use operators this version does not have: those entries are named,
+    left in the file as they were, and the other rules are verified."""
+    from sample_rules import rule_dict_with_op
+
+    path = tmp_path / "reference.json"
+    save_rules(path, FAST[:1])
+    doc = json.loads(path.read_text())
+    foreign = rule_dict_with_op(doc["rules"][0], "merge_gconv")
+    doc["rules"].insert(0, foreign)
+    path.write_text(json.dumps(doc))
+    assert main([str(path), "--workers", "1", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "PROVED: 1" in out and "1 rules cannot be read here" in out and "merge_gconv" in out
+    after = json.loads(path.read_text())["rules"]
+    assert after[0] == foreign  # untouched, in its place
+    assert after[1]["id"] == FAST[0].id and after[1]["verification"]["status"] == "PROVED"
+    with pytest.raises(RuleFileError, match="merge_gconv"):
+        load_rules(path)  # strict by default: the error names the rule and the operator
+    with pytest.warns(UserWarning, match="1 of 2 rules cannot be used here"):
+        assert [r.id for r in load_rules(path, strict=False)] == [FAST[0].id]
