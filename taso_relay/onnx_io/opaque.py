@@ -78,7 +78,11 @@ def _conv2d_transpose(w: Writer, call, xs, ins, outs):
 
 
 def _prelu(w: Writer, call, xs, ins, outs):
+    from ..bridge.ops_table import static_shape
+
     x, alpha = _call_args(w, call, xs)
+    if int(np.prod(static_shape(call.args[1].ty))) == 1:
+        return [w.one("PRelu", [x, alpha])]  # one slope for all (nn.PReLU()): it broadcasts as it is
     rank, axis = len(outs[0].shape), int(call.attrs.axis)
     axis = axis + rank if axis < 0 else axis
     # ONNX PRelu broadcasts the slope from the right: the channel count, then ones to the last axis

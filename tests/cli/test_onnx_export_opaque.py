@@ -35,6 +35,8 @@ CASES = {
                        "relax.nn.conv2d_transpose", "ConvTranspose"),
     "prelu": ([helper.make_node("PRelu", ["x", "s"], ["y"])], [("s", (3, 1, 1))], (2, 3, 4, 5), (2, 3, 4, 5),
               "relax.nn.prelu", "PRelu"),
+    "prelu_one_slope": ([helper.make_node("PRelu", ["x", "s"], ["y"])], [("s", (1,))], (2, 3, 4, 5), (2, 3, 4, 5),
+                        "relax.nn.prelu", "PRelu"),  # nn.PReLU(): TVM reads it as prelu over the last axis
     "instance_norm": ([helper.make_node("InstanceNormalization", ["x", "g", "b"], ["y"], epsilon=1e-3)],
                       [("g", (3,)), ("b", (3,))], (2, 3, 4, 5), (2, 3, 4, 5), "relax.variance", "ReduceMean"),
     "argmax": ([helper.make_node("ArgMax", ["x"], ["y"], axis=1, keepdims=0)], [], (2, 5, 3), (2, 3),
