@@ -300,16 +300,20 @@ IMPORTERS: dict[str, Importer] = {
 def import_call_tir(call, mod) -> Reading:
     """A call_tir whose PrimFunc is exactly one of topi's, for the argument shapes, as the graph op
     computing the same: maximum or minimum of two arguments (TVM's ONNX importer emits Clip that
-    way: ReLU6 in every MobileNetV2), or a tile that only repeats dimensions of size 1, which is a
-    broadcast_to (ONNX Tile from PyTorch's repeat_interleave: grouped-query attention's K and V).
-    The PrimFunc is compared structurally with topi's own, so nothing else passes."""
+    way: ReLU6 in every MobileNetV2), a tile that only repeats dimensions of size 1, which is a
+    broadcast_to (ONNX Tile from PyTorch's repeat_interleave: grouped-query attention's K and V),
+    or a constant pad (ONNX Pad: Swin's window padding). The PrimFunc is compared structurally with
+    topi's own, so nothing else passes."""
     callee, args = call.args[0], call.args[1] if len(call.args) == 2 else None
     if not isinstance(args, relax.Tuple) or callee not in mod.functions or not isinstance(call.ty, relax.TensorType):
         raise Unsupported("a call_tir that is not one of topi's maximum, minimum or tile")
-    reading = (_as_binary(call, mod[callee], args.fields) if len(args.fields) == 2
-               else _as_broadcast(call, mod[callee], args.fields[0]) if len(args.fields) == 1 else None)
+    reading = None
+    if len(args.fields) == 2:
+        reading = _as_binary(call, mod[callee], args.fields)
+    elif len(args.fields) == 1:
+        reading = _as_broadcast(call, mod[callee], args.fields[0]) or _as_pad(call, mod[callee], args.fields[0])
     if reading is None:
-        raise Unsupported("a call_tir that is not one of topi's maximum, minimum or tile")
+        raise Unsupported("a call_tir that is not one of topi's maximum, minimum, tile or pad")
     return reading
 
 
@@ -348,6 +352,57 @@ def _as_broadcast(call, prim, arg) -> Reading | None:
     if not structural_equal(prim, _TOPI_CACHE[key]):
         return None
     return "broadcast_to", {"shape": out}, [arg]
+
+
+PAD_CANDIDATES = 256  # splits of the added size into before/after tried, at most (a pad adds a few rows)
+
+
+def _as_pad(call, prim, arg) -> Reading | None:
+    """topi.nn.pad: the shapes give each axis's added size, not how it splits into before and after,
+    nor the value; the splits are tried (few: pads are small) with the float constants of the body."""
+    import itertools
+
+    shape, out = static_shape(arg.ty), static_shape(call.ty)
+    if len(out) != len(shape) or any(o < i for o, i in zip(out, shape)):
+        return None
+    added = [o - i for o, i in zip(out, shape)]
+    if int(np.prod([a + 1 for a in added])) > PAD_CANDIDATES:
+        return None
+    from tvm import topi
+
+    values = {0.0} | _float_constants(prim)
+    for before in itertools.product(*(range(a + 1) for a in added)):
+        after = [a - b for a, b in zip(added, before)]
+        for value in sorted(values):
+            if structural_equal(prim, _emitted(topi.nn.pad, arg.ty, list(before), after, value)):
+                widths = [w for pair in zip(before, after) for w in pair]
+                return "pad", {"pad_width": tuple(widths), "value": float(value)}, [arg]
+    return None
+
+
+def _emitted(fn, ty, *args):
+    """The PrimFunc Relax's BlockBuilder makes of topi's `fn` on an argument of type `ty`, as TVM's
+    importer makes it (emit_te: its index types differ from te.create_prim_func's)."""
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", ty)
+    with bb.function("main", [x]):
+        bb.emit_func_output(bb.emit_te(fn, x, *args))
+    mod = bb.get()
+    return next(mod[gv] for gv in mod.functions if gv.name_hint != "main")
+
+
+def _float_constants(prim) -> set[float]:
+    """The float literals of a PrimFunc, read off its script (a guess at the pad value: what is read
+    is then compared structurally, so a wrong guess only misses)."""
+    import re
+
+    found = set()
+    for text in re.findall(r"T\.float(?:16|32|64)\(([^()]*)\)", prim.script()):
+        try:
+            found.add(float(text))
+        except ValueError:
+            continue
+    return found
 
 
 def _topi_binary(types) -> dict:

@@ -159,6 +159,15 @@ def gqa_tiles():
     return m.build([("x", F32, [1, 4, 8])], [(y, F32, [1, 6, 4, 4]), (z, F32, [1, 8, 8])])
 
 
+def onnx_pads():
+    """ONNX Pad as TVM imports it, call_tir of topi's pad: constant with uneven sides and a value
+    (Swin's window padding), and reflect (a different topi function, which must stay opaque)."""
+    m = Model(12)
+    a = m.op("Pad", ["x", m.const([0, 0, 1, 0, 0, 1, 2, 3]), m.const(0.5, np.float32)], mode="constant")
+    b = m.op("Pad", [m.op("Relu", ["x"]), m.const([0, 0, 1, 1, 0, 0, 1, 1])], mode="reflect")
+    return m.build([("x", F32, [1, 2, 5, 6])], [(m.op("Sigmoid", [a]), F32, [1, 3, 8, 9]), (b, F32, [1, 2, 7, 8])])
+
+
 def token_types():
     """BERT's embeddings: word ids into a 12-row table, token types (through a Cast) into a 2-row one."""
     m = Model(10)

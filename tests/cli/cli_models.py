@@ -44,7 +44,8 @@ def dynamic_batch() -> onnx.ModelProto:
 
 
 def dynamic_pad() -> onnx.ModelProto:
-    """PyTorch-style padding computed in the graph: pad H and W up to 10 from Shape(x)."""
+    """PyTorch-style padding computed in the graph: pad H and W up to 10 from Shape(x), by reflection
+    (ReflectionPad2d; TVM imports it as call_tir of topi's mirror_pad, which stays opaque)."""
     inits = [_init("target", np.array([10], np.int64)), _init("idx", np.array([2, 3], np.int64)),
              _init("zeros", np.zeros(2, np.int64)), _init("zeros2", np.zeros(2, np.int64)),
              _init("two", np.array(2, np.int64)), _init("w", np.ones((2, 3, 3, 3), np.float32) / 27)]
@@ -55,7 +56,7 @@ def dynamic_pad() -> onnx.ModelProto:
         helper.make_node("Div", ["need", "two"], ["half"]),
         helper.make_node("Sub", ["need", "half"], ["rest"]),
         helper.make_node("Concat", ["zeros", "half", "zeros2", "rest"], ["pads"], axis=0),
-        helper.make_node("Pad", ["x", "pads"], ["padded"], mode="constant"),
+        helper.make_node("Pad", ["x", "pads"], ["padded"], mode="reflect"),
         helper.make_node("Conv", ["padded", "w"], ["y"]),
         helper.make_node("Sigmoid", ["y"], ["out"]),
     ]
