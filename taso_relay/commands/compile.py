@@ -43,8 +43,11 @@ def sidecar_path(library) -> Path:
 
 
 def run_compile(args) -> int:
+    import contextlib
+
     import tvm
 
+    from ..bridge.execute import stderr_silenced
     from ..onnx_io.export import onnx_index_bounds
 
     out = common.output_path(args.output)
@@ -68,7 +71,8 @@ def run_compile(args) -> int:
                 steps.step(f"tuning ({args.trials} trials)" if args.trials else "applying tuning records")
             mod = tune(mod, target, args.trials, work_dir, args.max_trials_per_task, verbose=args.verbose)
         steps.step("compiling")
-        with common.quiet_output():
+        # TVM's C++ notes while lowering ("Fast mode segfaults..." for every embedding take) only with --verbose
+        with common.quiet_output(), (contextlib.nullcontext() if args.verbose else stderr_silenced()):
             executable = tvm.compile(mod, target)
         steps.step(f"writing {out.name}")
         try:

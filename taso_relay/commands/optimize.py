@@ -40,6 +40,7 @@ def run_optimize(args) -> int:
             "model": str(args.model), "target": common.target_json(target),
             "inputs": [t.as_dict() for t in prepared.inputs], "outputs": [t.as_dict() for t in prepared.outputs],
             "folded_nodes": prepared.folded, "cost": args.cost, "time_limit": args.time_limit,
+            "pinned": bool(args.input_shape),
             "changed": changed(taso.report),
             "functions": {name: report_dict(r) for name, r in taso.report.items()},
             "pass_settings": {"cost": _describe(getattr(taso, "cost", args.cost)),
@@ -155,7 +156,9 @@ def _print(args, target, prepared, taso, result) -> None:
             diff = onnx_info["max_abs_diff"]
             check = (f"matches the input model in onnxruntime (max abs diff {diff:.3g})" if diff is not None
                      else "not checked: onnxruntime cannot run the input model")
-            print(f"wrote    ONNX {onnx_info['path']}: optimized graph, {check}")
+            what = "optimized graph" if result["changed"] else "the graph as imported (no rewrite applied)"
+            pinned = " Its inputs have the shapes --input-shape pinned." if result.get("pinned") else ""
+            print(f"wrote    ONNX {onnx_info['path']}: {what}, {check}.{pinned}")
         else:
             print(f"wrote    ONNX {onnx_info['path']}: the input model, not the optimized graph (see the warning)")
     if "drawing" in result:
