@@ -133,6 +133,11 @@ def test_relu6_clip_is_read_as_maximum_and_minimum(run_module, rng):
         changed = mod.clone()
         changed["main"] = func
         np.testing.assert_array_equal(run_module(changed, x)[0], want)
+    # alone, without the module's PrimFuncs (as the cost models build kernels): R.maximum/R.minimum,
+    # not call_tir of functions it does not have
+    alone = module_from_graph(imported.graph)
+    assert "call_tir" not in alone["main"].script()
+    np.testing.assert_array_equal(run_module(alone, x)[0], want)
 
 
 def test_tile_of_a_size_one_axis_is_read_as_broadcast_to(run_module, rng):

@@ -188,7 +188,7 @@ def test_a_model_that_searches_itself_has_no_judge(monkeypatch, tmp_path):
 
 
 def test_the_cost_models_see_the_primfuncs_of_opaque_calls(tmp_path, monkeypatch):
-    """An opaque call_tir (the ONNX importer writes Pad so) calls a PrimFunc of the module: the pass
+    """An opaque call_tir (the ONNX importer writes a reflect Pad so) calls a PrimFunc of the module: the pass
     hands the module to the searching model (the pad's pattern: it fuses with the slice after it)
     and to the tuned judge, which builds the kernels around it. Quick NASNet has four such pads;
     without the module the judge failed ("no definition of pad") and the pass left the model as it
@@ -206,7 +206,7 @@ def test_the_cost_models_see_the_primfuncs_of_opaque_calls(tmp_path, monkeypatch
     w = [relax.const(rng.standard_normal((8, 8, 1, 1)).astype("float32")) for _ in range(2)]
     with bb.function("main", [x]):
         with bb.dataflow():
-            p = bb.emit_te(topi.nn.pad, x, [0, 0, 1, 1], [0, 0, 1, 1])
+            p = bb.emit_te(topi.nn.mirror_pad, x, [0, 0, 1, 1], [0, 0, 1, 1], "REFLECT")  # stays opaque
             s = bb.emit(relax.op.strided_slice(p, [2, 3], [1, 1], [9, 9]))
             y = bb.emit(relax.op.nn.relu(s))
             a, b = (bb.emit(relax.op.nn.conv2d(y, wi)) for wi in w)  # duplicates-free, mergeable
@@ -225,7 +225,8 @@ def test_the_cost_models_see_the_primfuncs_of_opaque_calls(tmp_path, monkeypatch
     taso = passes.TASOPass(cost=judge, time_limit=2, verify_speed=False)
     taso(mod)
     report = taso.report["main"]
-    assert seen and all(m is not None and "pad" in [gv.name_hint for gv in m.get_global_vars()] for m in seen[0])
+    assert seen and all(m is not None and "mirror_pad" in [gv.name_hint for gv in m.get_global_vars()]
+                        for m in seen[0])
     assert not any("leaving function" in w for w in report.warnings), report.warnings
     assert report.search is not None and report.search.settings.get("judge") == "tuned"
 
