@@ -123,15 +123,20 @@ def _cpu_speedups(model: dict) -> str:
 
 
 def _search(model: dict) -> str:
-    """The search's own seconds / the whole pass (numeric check, verify_speed builds and timing)."""
+    """The search's own seconds / the whole pass (numeric check, verify_speed builds and timing); a
+    tuned judge's seconds (MetaSchedule tuning the kernels it prices) are named apart."""
     e = model.get("configs", {}).get("taso", {})
     if e.get("status") != "ok":
         return "–"
     report = e.get("report") if isinstance(e.get("report"), dict) else {}
-    searched = [((f or {}).get("search") or {}).get("seconds") for f in report.values() if isinstance(f, dict)]
-    searched = [v for v in searched if isinstance(v, (int, float))]
+    searches = [(f or {}).get("search") or {} for f in report.values() if isinstance(f, dict)]
+    searched = [s["seconds"] for s in searches if isinstance(s.get("seconds"), (int, float))]
+    judged = sum(float((s.get("settings") or {}).get("judge_seconds") or 0) for s in searches)
     whole = f"{e.get('search_time_s', 0):.1f}"
-    return f"{sum(searched):.1f} / {whole}" if searched else whole
+    if not searched:
+        return whole
+    judge = f" (+{judged:.0f} judge)" if judged else ""
+    return f"{sum(searched) - judged:.1f}{judge} / {whole}"
 
 
 def _rewrites(model: dict) -> str:

@@ -91,7 +91,7 @@ class SearchReport:
         lines = [
             f"TASO search: cost {_fmt(self.cost_before)} -> {_fmt(self.cost_after)} "
             f"({gain:.1f}% less, x{self.improvement:.3f}); nodes {self.nodes_before} -> {self.nodes_after}",
-            f"  {self.seconds:.2f} s, {self.expansions} expansions, {self.graphs_explored} graphs explored, "
+            f"  {self.seconds:.2f} s{self._judged()}, {self.expansions} expansions, {self.graphs_explored} graphs explored, "
             f"{self.candidates} candidates queued ({self.duplicates} duplicates, {self.rejected} rejected); "
             f"best found after {self.best_found_after:.2f} s; stopped: {self.stopped_by}",
         ]
@@ -114,6 +114,10 @@ class SearchReport:
             lines.append(f"  {k:3d}. {a.rule_id} at {a.where}")
             lines.append(f"       {a.text}")
         return "\n".join(lines)
+
+    def _judged(self) -> str:
+        judge_s = (self.settings or {}).get("judge_seconds")
+        return f" ({judge_s:.2f} s of it in the judge, tuning and timing kernels)" if judge_s else ""
 
     def __str__(self) -> str:
         return self.to_text()
