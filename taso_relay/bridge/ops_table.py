@@ -347,8 +347,11 @@ def _as_broadcast(call, prim, arg) -> Reading | None:
     if key not in _TOPI_CACHE:
         from tvm import te, tirx, topi
 
-        x = te.placeholder([tirx.IntImm("int64", d) for d in shape], dtype_of(arg.ty))
-        _TOPI_CACHE[key] = te.create_prim_func([x, topi.tile(x, reps)]).without_attr("global_symbol")
+        try:
+            x = te.placeholder([tirx.IntImm("int64", d) for d in shape], dtype_of(arg.ty))
+            _TOPI_CACHE[key] = te.create_prim_func([x, topi.tile(x, reps)]).without_attr("global_symbol")
+        except Exception:  # noqa: BLE001 - an argument topi's tile cannot take: not a tile
+            return None
     if not structural_equal(prim, _TOPI_CACHE[key]):
         return None
     return "broadcast_to", {"shape": out}, [arg]
@@ -374,7 +377,11 @@ def _as_pad(call, prim, arg) -> Reading | None:
     for before in itertools.product(*(range(a + 1) for a in added)):
         after = [a - b for a, b in zip(added, before)]
         for value in sorted(values):
-            if structural_equal(prim, _emitted(topi.nn.pad, arg.ty, list(before), after, value)):
+            try:
+                reference = _emitted(topi.nn.pad, arg.ty, list(before), after, value)
+            except Exception:  # noqa: BLE001 - an argument topi's pad cannot take (dtype, ...): not a pad
+                return None
+            if structural_equal(prim, reference):
                 widths = [w for pair in zip(before, after) for w in pair]
                 return "pad", {"pad_width": tuple(widths), "value": float(value)}, [arg]
     return None
