@@ -86,3 +86,24 @@ def test_compile_with_a_tuned_judge_builds_from_its_database(cli, small, tmp_pat
     assert calls[-1][0] == work_dir and calls[-1][1] == 16 and calls[-1][2] == [final]  # the module built
     assert all(c[0] == work_dir for c in calls)  # the judge tuned into the database the build reads
     assert len(calls) >= 2 and len({id(c[3]) for c in calls}) == 1  # one judge: the build's last tuning reuses the pass's
+
+
+@pytest.mark.parametrize("argv, expected", [([], True), (["--no-verify-speed"], False)])
+def test_compile_times_the_rewrites_by_default(cli, small, tmp_path, argv, expected):
+    """compile builds what the user runs: under the default lowering it keeps a rewrite only if the
+    model measures faster with it, unless told not to."""
+    from taso_relay.passes import TASOPass
+
+    made = []
+    real_init = TASOPass.__init__
+
+    def spy(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        made.append(self)
+
+    import unittest.mock as mock
+    with mock.patch.object(TASOPass, "__init__", spy):
+        status, out, err = cli("compile", small, "-o", tmp_path / "m.so", "--time-limit", "1", *argv)
+    assert status == 0, err
+    assert [t.verifies_speed for t in made] == [expected]
+    assert json.loads((tmp_path / "m.so.json").read_text())["verify_speed"] is expected
