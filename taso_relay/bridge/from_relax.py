@@ -21,6 +21,7 @@ from tvm.ir.expr import Constant
 
 from ..graph import Graph, GraphBuilder, GraphError, Ref, TensorType
 from . import ops_table
+from .call_tir import import_call_tir
 from .ops_table import Unsupported, tensor_spec
 
 CALL_TIR = tvm.ir.Op.get("relax.call_tir")
@@ -107,7 +108,7 @@ def shapes_folded(func, name: str, mod=None):
 def import_function(func, name: str = "main", mod=None) -> Imported:
     """Like graph_from_function but raises Unsupported (NothingToDo when there is nothing to convert).
 
-    mod: the module `func` is in, whose PrimFuncs a call_tir may call (ops_table.import_call_tir)."""
+    mod: the module `func` is in, whose PrimFuncs a call_tir may call (call_tir.py)."""
     if not isinstance(func, relax.Function):
         raise Unsupported(f"not a relax function ({type(func).__name__})")
     return _Importer(func, name, mod).run()
@@ -243,7 +244,7 @@ class _Importer:
 
     def _modelled(self, var, call):
         if call.op.same_as(CALL_TIR) and self.mod is not None:
-            op, attrs, args = ops_table.import_call_tir(call, self.mod)
+            op, attrs, args = import_call_tir(call, self.mod)
         else:
             op, attrs, args = ops_table.import_call(call)
         if op == "batch_norm" and self._bn_stats_used(var):

@@ -1,0 +1,133 @@
+"""A call_tir read as the graph op it is: TVM's ONNX importer writes some operators as call_tir
+of a topi function (emit_te) instead of a Relax operator. Where the called PrimFunc is structurally
+equal to the one topi makes for the same arguments, the graph op computing the same is read; any
+other call_tir stays opaque."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+from tvm import relax
+from tvm_ffi import structural_equal
+
+from .ops_table import Reading, Unsupported, dtype_of, static_shape
+
+NOT_TOPI = "a call_tir that is not one of topi's maximum, minimum, tile or pad"
+
+
+def import_call_tir(call, mod) -> Reading:
+    """A call_tir whose PrimFunc is exactly one of topi's, for the argument shapes, as the graph op
+    computing the same: maximum or minimum of two arguments (TVM's ONNX importer emits Clip that
+    way: ReLU6 in every MobileNetV2), a tile that only repeats dimensions of size 1, which is a
+    broadcast_to (ONNX Tile from PyTorch's repeat_interleave: grouped-query attention's K and V),
+    or a constant pad (ONNX Pad: Swin's window padding). The PrimFunc is compared structurally with
+    topi's own, so nothing else passes."""
+    callee, args = call.args[0], call.args[1] if len(call.args) == 2 else None
+    if not isinstance(args, relax.Tuple) or callee not in mod.functions or not isinstance(call.ty, relax.TensorType):
+        raise Unsupported(NOT_TOPI)
+    reading = None
+    if len(args.fields) == 2:
+        reading = _as_binary(call, mod[callee], args.fields)
+    elif len(args.fields) == 1:
+        reading = _as_broadcast(call, mod[callee], args.fields[0]) or _as_pad(call, mod[callee], args.fields[0])
+    if reading is None:
+        raise Unsupported(NOT_TOPI)
+    return reading
+
+
+def _as_binary(call, prim, args) -> Reading | None:
+    shapes = [static_shape(a.ty) for a in args]
+    try:
+        broadcast = np.broadcast_shapes(*shapes)
+    except ValueError:
+        return None
+    if static_shape(call.ty) != tuple(broadcast):
+        return None
+    from tvm import topi
+
+    for name, fn in (("maximum", topi.maximum), ("minimum", topi.minimum)):
+        try:
+            reference = _emitted(fn, [a.ty for a in args])
+        except Exception:  # noqa: BLE001 - arguments topi cannot combine (mixed dtypes, ...): not these operators
+            return None
+        if structural_equal(prim, reference):
+            return name, {}, list(args)
+    return None
+
+
+def _as_broadcast(call, prim, arg) -> Reading | None:
+    shape, out = static_shape(arg.ty), static_shape(call.ty)
+    padded = (1,) * (len(out) - len(shape)) + shape
+    if len(out) < len(shape) or any(o % i for o, i in zip(out, padded) if i):
+        return None
+    reps = [o // i if i else 1 for o, i in zip(out, padded)]
+    if any(r != 1 and i != 1 for r, i in zip(reps, padded)):
+        return None  # a real tile (copies of a whole dimension): not modelled
+    from tvm import topi
+
+    try:
+        reference = _emitted(topi.tile, [arg.ty], reps)
+    except Exception:  # noqa: BLE001 - an argument topi's tile cannot take: not a tile
+        return None
+    if not structural_equal(prim, reference):
+        return None
+    return "broadcast_to", {"shape": out}, [arg]
+
+
+PAD_CANDIDATES = 256  # splits of the added size into before/after tried, at most (a pad adds a few rows)
+
+
+def _as_pad(call, prim, arg) -> Reading | None:
+    """topi.nn.pad: the shapes give each axis's added size, not how it splits into before and after,
+    nor the value; the splits are tried (few: pads are small) with the float constants of the body."""
+    shape, out = static_shape(arg.ty), static_shape(call.ty)
+    if len(out) != len(shape) or any(o < i for o, i in zip(out, shape)):
+        return None
+    added = [o - i for o, i in zip(out, shape)]
+    if int(np.prod([a + 1 for a in added])) > PAD_CANDIDATES:
+        return None
+    from tvm import topi
+
+    values = {0.0} | _float_constants(prim)
+    for before in itertools.product(*(range(a + 1) for a in added)):
+        after = [a - b for a, b in zip(added, before)]
+        for value in sorted(values):
+            try:
+                reference = _emitted(topi.nn.pad, [arg.ty], list(before), after, value)
+            except Exception:  # noqa: BLE001 - an argument topi's pad cannot take (dtype, ...): not a pad
+                return None
+            if structural_equal(prim, reference):
+                widths = [w for pair in zip(before, after) for w in pair]
+                return "pad", {"pad_width": tuple(widths), "value": float(value)}, [arg]
+    return None
+
+
+def _emitted(fn, types, *args):
+    """The PrimFunc Relax's BlockBuilder makes of topi's `fn` on arguments of these types, as TVM's
+    importer makes it (emit_te; te.create_prim_func's index types differ), built once per call."""
+    key = (fn.__name__, tuple(str(t) for t in types), repr(args))
+    if key not in _TOPI_CACHE:
+        bb = relax.BlockBuilder()
+        xs = [relax.Var(f"x{k}", t) for k, t in enumerate(types)]
+        with bb.function("main", xs):
+            bb.emit_func_output(bb.emit_te(fn, *xs, *args))
+        mod = bb.get()
+        _TOPI_CACHE[key] = next(mod[gv] for gv in mod.functions if gv.name_hint != "main")
+    return _TOPI_CACHE[key]
+
+
+def _float_constants(prim) -> set[float]:
+    """The float literals of a PrimFunc, read off its script (a guess at the pad value: what is read
+    is then compared structurally, so a wrong guess only misses)."""
+    import re
+
+    found = set()
+    for text in re.findall(r"T\.float(?:16|32|64)\(([^()]*)\)", prim.script()):
+        try:
+            found.add(float(text))
+        except ValueError:
+            continue
+    return found
+
+
+_TOPI_CACHE: dict = {}  # topi's PrimFuncs by function, argument types and arguments
