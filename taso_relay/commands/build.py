@@ -7,14 +7,14 @@ from . import common
 
 
 def optimized_module(args, target, steps):
-    """(prepared model, module to compile, TASOPass report or {}, pass warnings)."""
+    """(prepared model, module to compile, the TASOPass applied or None, pass warnings)."""
     prepared = common.prepare_model(args, steps)
     if getattr(args, "no_taso", False):
-        return prepared, prepared.mod, {}, []
+        return prepared, prepared.mod, None, []
     steps.step("optimizing")
     taso = common.make_pass(args, target)
     mod, pass_warnings = common.run_pass(taso, prepared.mod)
-    return prepared, mod, taso.report, pass_warnings
+    return prepared, mod, taso, pass_warnings
 
 
 def tune(mod, target, trials: int, work_dir: Path, max_trials_per_task: int | None = None, verbose: bool = False):

@@ -45,7 +45,7 @@ def add_taso_arguments(p: argparse.ArgumentParser) -> None:
                    help="rule file whose PROVED rules the search uses instead of the shipped ones (repeatable; "
                         "'shipped' names the shipped files, e.g. --rules shipped --rules mine.json); prove a "
                         "file's rules first with `taso-relay rules verify FILE`")
-    p.add_argument("--verify-speed", action="store_true",
+    p.add_argument("--verify-speed", action="store_true", default=None,
                    help="time the original and the rewritten model on the target (compiled with the cost model's "
                         "lowering) and keep the rewrite only if it is measured faster; costs two extra builds")
 
@@ -136,12 +136,18 @@ def make_pass(args, target):
     if getattr(args, "time_limit", None) is not None:
         kwargs["time_limit"] = float(args.time_limit)
     if getattr(args, "rules", None):
-        kwargs["rules"] = rule_index(args.rules)
-    if getattr(args, "verify_speed", False):
-        kwargs["verify_speed"] = True
+        kwargs["rules"] = getattr(args, "rule_index", None) or rule_index(args.rules)
+    if getattr(args, "verify_speed", None) is not None:  # unset: the pass decides (on for tuned costs)
+        kwargs["verify_speed"] = bool(args.verify_speed)
     if getattr(args, "trials", 0) or getattr(args, "work_dir", None) is not None:
         kwargs["lowering"] = "tuning"  # `compile --tune-trials`: the kernels are built by MetaSchedule's pipeline
     return TASOPass(**kwargs)
+
+
+def check_rules(args) -> None:
+    """Read --rules before the model: a bad rule file is a one-line error before any work."""
+    if getattr(args, "rules", None):
+        args.rule_index = rule_index(args.rules)
 
 
 def rule_index(files):
@@ -155,7 +161,8 @@ def rule_index(files):
     except RuleFileError as exc:
         raise InputError(str(exc)) from None
     if not index.matchers:
-        raise InputError(f"no PROVED rule in {', '.join(files)}: prove them with `taso-relay rules verify FILE`")
+        raise InputError(f"no rule with a current proof in {', '.join(map(str, files))}: prove them with "
+                         "`taso-relay rules verify FILE`")
     return index
 
 

@@ -29,6 +29,7 @@ def run_optimize(args) -> int:
     for path in (args.report, args.emit_relax, args.emit_onnx, args.draw):
         if path:
             common.output_path(path)  # a bad destination fails now, not after the search
+    common.check_rules(args)
     target = common.parse_target(args.target)
     n_steps = 2 + sum(bool(x) for x in (args.emit_onnx, args.draw))
     with common.steps_for(args, n_steps) as steps:

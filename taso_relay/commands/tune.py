@@ -24,11 +24,12 @@ def run_tune(args) -> int:
     if args.trials <= 0:
         raise common.InputError("--trials must be > 0")
     target = common.parse_target(args.target)
+    common.check_rules(args)
     work_dir = args.work_dir or Path(Path(args.model).stem + ".tuning")
     if work_dir.exists() and not work_dir.is_dir():
         raise common.InputError(f"--work-dir {work_dir} is not a directory")
     with common.steps_for(args, 2 + (not args.no_taso)) as steps:
-        prepared, mod, report, _ = optimized_module(args, target, steps)
+        prepared, mod, taso, _ = optimized_module(args, target, steps)
         before = tuning_records(work_dir)
         steps.step(f"tuning ({args.trials} trials)")
         tune(mod, target, args.trials, work_dir, args.max_trials_per_task, verbose=args.verbose)
@@ -38,7 +39,7 @@ def run_tune(args) -> int:
     if args.json:
         common.print_json(result)
         return 0
-    for r in report.values():
+    for r in (taso.report if taso is not None else {}).values():
         print("taso     " + r.summary().replace("\n", "\n         "))
     print(f"tuned    {args.trials} trials on {common.target_summary(target)}: {records} records in {work_dir} "
           f"({records - before} new)")

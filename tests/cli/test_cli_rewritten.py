@@ -60,7 +60,8 @@ def test_compile_and_run_the_rewritten_model(rewriting, cli, small, tmp_path):
     lib, inputs, outputs = tmp_path / "m.so", tmp_path / "in.npz", tmp_path / "out.npz"
     x = np.random.default_rng(6).uniform(-1, 1, (1, 3, 8, 8)).astype("float32")
     np.savez(inputs, x=x)
-    status, out, err = cli("compile", small, "-o", lib)
+    # the stand-in rewrite is no faster: without --no-verify-speed compile's speed check may keep the original
+    status, out, err = cli("compile", small, "-o", lib, "--no-verify-speed")
     assert status == 0 and "main: optimized" in out, err
     assert cli("run", lib, "--inputs", inputs, "--outputs", outputs)[0] == 0
     want = ort.InferenceSession(str(small), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]

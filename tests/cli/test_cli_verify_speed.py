@@ -107,3 +107,15 @@ def test_compile_times_the_rewrites_by_default(cli, small, tmp_path, argv, expec
     assert status == 0, err
     assert [t.verifies_speed for t in made] == [expected]
     assert json.loads((tmp_path / "m.so.json").read_text())["verify_speed"] is expected
+
+
+@pytest.mark.parametrize("argv, expected", [([], True), (["--no-verify-speed"], False),
+                                            (["--verify-speed"], True)])
+def test_compile_with_a_tuned_judge_checks_speed_unless_told_not_to(argv, expected, tmp_path, monkeypatch):
+    """With --cost tuned the pass checks speed by default (its judge times kernels alone);
+    --no-verify-speed reaches it as False, not as 'unset'."""
+    from taso_relay.cli import build_parser
+
+    monkeypatch.setenv("TASO_RELAY_CACHE_DIR", str(tmp_path))
+    args = build_parser().parse_args(["compile", "m.onnx", "-o", str(tmp_path / "m.so"), "--cost", "tuned", *argv])
+    assert common.make_pass(args, None).verifies_speed is expected
