@@ -381,17 +381,30 @@ SHIPPED = "shipped"  # in a list of rule files: the rule files shipped with the 
 
 
 @functools.lru_cache(maxsize=8)
-def _load(files: tuple[tuple[str, float], ...]) -> RuleIndex:
+def _load(files: tuple[tuple[str, int], ...]) -> RuleIndex:
     """Rule files are read and compiled once per process (the index is reused across functions); a
     file changed since (verified again, say) is read again: the key has its modification time."""
-    rules = []
+    from .verifier.run import rule_digest
+
+    if len(files) == 1:
+        path = files[0][0]
+        return RuleIndex(default_rules() if path == SHIPPED else _proven(path))
+    rules, seen = [], {}
     for path, _ in files:
-        rules.extend(default_rules() if path == SHIPPED else _proven(path))
+        for rule in default_rules() if path == SHIPPED else _proven(path):
+            digest = rule_digest(rule)
+            if rule.id in seen:  # the same file twice, or a shipped file named again
+                if seen[rule.id] != digest:
+                    warnings.warn(f"{path}: rule {rule.id} differs from the rule of that id read before it; "
+                                  "the first is used", stacklevel=3)
+                continue
+            seen[rule.id] = digest
+            rules.append(rule)
     return RuleIndex(rules)
 
 
-def _versioned(paths) -> tuple[tuple[str, float], ...]:
-    def stamp(path: str) -> float:
+def _versioned(paths) -> tuple[tuple[str, int], ...]:
+    def stamp(path: str) -> int:
         try:
             return os.stat(path).st_mtime_ns
         except OSError:
@@ -400,13 +413,18 @@ def _versioned(paths) -> tuple[tuple[str, float], ...]:
 
 
 def _proven(path: str) -> list:
-    """A rule file's PROVED rules; what is left out is said (a reference rule set may not be proven
-    yet, or use operators the graph form does not have)."""
+    """A rule file's rules whose proof is current: PROVED with today's axioms for exactly this rule
+    text (a status typed in, or a rule edited since its proof, does not count). What is left out is
+    said: a reference rule set may not be proven yet, or use operators the graph form does not have."""
+    from .verifier.run import proof_is_current
+
     rules = load_rules(path, strict=False)
-    proven = [r for r in rules if r.status == "PROVED"]
+    by_id = {r.id: r for r in rules}
+    proven = [r for r in rules if proof_is_current(r, by_id)]
     if len(proven) < len(rules):
-        warnings.warn(f"{path}: {len(rules) - len(proven)} of its {len(rules)} usable rules are not PROVED and are "
-                      f"not used (prove them with `taso-relay rules verify {path}`)", stacklevel=3)
+        warnings.warn(f"{path}: {len(rules) - len(proven)} of its {len(rules)} usable rules have no current proof "
+                      f"(not PROVED, or proved before the rule or the axioms changed) and are not used; prove "
+                      f"them with `taso-relay rules verify {path}`", stacklevel=3)
     return proven
 
 

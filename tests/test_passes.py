@@ -403,14 +403,19 @@ def test_rule_files_add_to_the_shipped_rules_and_are_read_again_when_changed(tmp
     import json
 
     from taso_relay.passes import SHIPPED, resolve_rules
+    from taso_relay.verifier.run import verify_file
 
     doc = json.loads(FIXTURE_RULES.read_text())
-    rules = [dict(r, verification={"status": "PROVED"}) for r in doc["rules"][:2]]
     path = tmp_path / "mine.json"
-    path.write_text(json.dumps({"format": 1, "rules": rules[:1]}))
+    path.write_text(json.dumps({"format": 1, "rules": [r for r in doc["rules"] if r["id"] == "fuse-conv-relu"]}))
+    verify_file(path, workers=1, numerics=False)
     shipped = len(resolve_rules(None).matchers)
     assert len(resolve_rules([SHIPPED, path]).matchers) == shipped + 1
+    assert len(resolve_rules([path, path]).matchers) == 1  # named twice, used once
     assert len(resolve_rules(path).matchers) == 1
-    path.write_text(json.dumps({"format": 1, "rules": rules}))
+    more = json.loads(path.read_text())
+    more["rules"] += [r for r in doc["rules"] if r["id"] == "fuse-matmul-relu"]
+    path.write_text(json.dumps(more))
+    verify_file(path, workers=1, numerics=False)
     os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))  # a later write, surely
     assert len(resolve_rules(path).matchers) == 2

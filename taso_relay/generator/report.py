@@ -64,14 +64,13 @@ def stage_table(report: dict) -> str:
 
 def stats_text(rule_file) -> str:
     """What `taso-relay rules stats FILE` prints."""
-    from ..subst.rule_io import read_rule_file
+    from ..subst.rule_io import read_rule_file, unreadable_reasons
 
     read = read_rule_file(rule_file)
     rules = read.rules
     lines = [f"{rule_file}: {len(rules)} rules"]
     if read.unreadable:
-        lines.append(f"not usable here: {len(read.unreadable)} ({read.unreadable[0][2]}"
-                     f"{'; ...' if len(read.unreadable) > 1 else ''})")
+        lines.append(f"not usable here: {len(read.unreadable)} ({unreadable_reasons(read.unreadable)})")
     by_status = Counter(r.status for r in rules)
     lines.append("verification: " + ", ".join(f"{k} {v}" for k, v in sorted(by_status.items())))
     by_size = Counter((len(r.source), len(r.target)) for r in rules)

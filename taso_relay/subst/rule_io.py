@@ -13,7 +13,7 @@ import os
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple, Sequence
 
 from ..graph.types import GraphError
 from .rule import PatternInput, PatternNode, Rule
@@ -81,6 +81,20 @@ def _node_from_dict(data: dict[str, Any]) -> PatternNode:
                        _tuplify(dict(data.get("attrs", {}))))
 
 
+class Unreadable(NamedTuple):
+    """A rule file entry this version cannot use, kept verbatim with its place in the file."""
+
+    position: int
+    entry: Any
+    why: str
+
+
+def unreadable_reasons(unreadable: Sequence[Unreadable], shown: int = 3) -> str:
+    """The first few reasons, e.g. "rule x: source node 'a' uses operator 'foo', ...; and 4 more"."""
+    more = f"; and {len(unreadable) - shown} more" if len(unreadable) > shown else ""
+    return "; ".join(u.why for u in unreadable[:shown]) + more
+
+
 @dataclass
 class RuleFile:
     """A rule file as read: the rules this version can use, and the entries it cannot (kept verbatim,
@@ -88,15 +102,13 @@ class RuleFile:
 
     path: Path
     rules: list[Rule]
-    unreadable: list[tuple[int, Any, str]] = field(default_factory=list)  # (position, entry, why)
+    unreadable: list[Unreadable] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> str:
         """One line naming the unreadable entries, e.g. for a reference rule set with other operators."""
-        shown = "; ".join(why for _, _, why in self.unreadable[:3])
-        more = f"; and {len(self.unreadable) - 3} more" if len(self.unreadable) > 3 else ""
         return (f"{self.path}: {len(self.unreadable)} of {len(self.rules) + len(self.unreadable)} rules cannot be "
-                f"used here and are skipped ({shown}{more})")
+                f"used here and are skipped ({unreadable_reasons(self.unreadable)})")
 
 
 def read_rule_file(path: str | os.PathLike) -> RuleFile:
@@ -120,7 +132,7 @@ def read_rule_file(path: str | os.PathLike) -> RuleFile:
         except (KeyError, TypeError, ValueError, AttributeError, GraphError) as exc:
             rid = item.get("id", f"#{k}") if isinstance(item, dict) else f"#{k}"
             why = str(exc) if str(exc).startswith(f"rule {rid}") else f"rule {rid}: {exc}"
-            read.unreadable.append((k, item, why))
+            read.unreadable.append(Unreadable(k, item, why))
     return read
 
 
@@ -132,7 +144,7 @@ def load_rules(path: str | os.PathLike, *, status: str | None = None, strict: bo
     read = read_rule_file(path)
     if read.unreadable:
         if strict:
-            raise RuleFileError(f"{read.path}: {read.unreadable[0][2]}")
+            raise RuleFileError(f"{read.path}: {read.unreadable[0].why}")
         warnings.warn(read.summary(), stacklevel=2)
     rules = read.rules
     if status is not None:

@@ -35,6 +35,7 @@ def configure_parser(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 def run_verify(args) -> int:
     from ..subst import RuleFileError
+    from ..subst.rule_io import unreadable_reasons
     from .report import report_path, summary_table
     from .run import verify_file
 
@@ -53,7 +54,7 @@ def run_verify(args) -> int:
     print(summary_table(result))
     if result.unreadable:
         print(f"not verified: {len(result.unreadable)} rules cannot be read here and were left in the file as they "
-              f"were ({result.unreadable[0][2]}{'; ...' if len(result.unreadable) > 1 else ''})")
+              f"were ({unreadable_reasons(result.unreadable)})")
     print(f"report: {report_path(result.path)}")
     if result.interrupted:
         print("interrupted: verdicts so far were saved; run again to continue", file=sys.stderr)

@@ -114,6 +114,11 @@ def _worker(args):
     return [(index, ver, num) for (index, _), (ver, num) in zip(group, results)]
 
 
+def proof_is_current(rule: Rule, by_id: Mapping[str, Rule] | None = None) -> bool:
+    """PROVED, with today's axioms, for this very rule text (not typed in, not edited since)."""
+    return rule.status == PROVED and _is_current(rule, by_id)
+
+
 def _is_current(rule: Rule, by_id: Mapping[str, Rule] | None = None) -> bool:
     """Reached with today's axioms and this rule text; a mirrored proof also needs the rule
     it borrows from present, current, PROVED and unchanged since the mirror was recorded."""
@@ -138,7 +143,7 @@ class RunResult:
     reused: int = 0
     interrupted: bool = False
     counts: dict = field(default_factory=dict)
-    unreadable: list = field(default_factory=list)  # (position, entry, why): left in the file as they were
+    unreadable: list = field(default_factory=list)  # rule_io.Unreadable: left in the file as they were
 
 
 def verify_file(path, timeout: float = DEFAULT_TIMEOUT, workers: int = 2, force: bool = False,
@@ -183,8 +188,8 @@ def verify_file(path, timeout: float = DEFAULT_TIMEOUT, workers: int = 2, force:
                                 "timeout_s": timeout, "counts": result.counts,
                                 "report": report_path(path).name}
         entries: list = list(rules)
-        for position, entry, _ in read.unreadable:  # back where they were, untouched
-            entries.insert(position, entry)
+        for u in read.unreadable:  # back where they were, untouched
+            entries.insert(u.position, u.entry)
         save_rules(path, entries, meta)
         write_report(result)
     return result
