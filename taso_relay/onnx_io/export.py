@@ -18,7 +18,7 @@ from ..graph import Graph
 from ..graph.ops.linear import KERNEL_TO_OIHW
 from ..graph.ops.sources import constant_value
 from .opaque import OPAQUE_EMITTERS
-from .writer import ExportError, Writer, elem_type, load_onnx_module as _onnx
+from .writer import ExportError, Writer, elem_type, onnx_package as _onnx
 
 OPSET = 17
 IR_VERSION = 8

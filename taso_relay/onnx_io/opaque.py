@@ -11,10 +11,10 @@ import numpy as np
 from .writer import ExportError, Writer
 
 
-def _call_args(w: Writer, call, xs) -> list[str]:
+def _call_args(w: Writer, call, xs, skip_shapes: bool = False) -> list[str]:
     """The ONNX names of a call's tensor arguments: its variables are the opaque node's inputs, in
-    order (xs); its constants stay in the call, and become initializers here. Shape arguments
-    (resize2d's output size) are left out: the emitters read sizes off the output's type."""
+    order (xs); its constants stay in the call, and become initializers here. skip_shapes: leave
+    out shape arguments (resize2d's output size, which its emitter reads off the output's type)."""
     from tvm import relax
     from tvm.ir.expr import Constant
 
@@ -24,7 +24,7 @@ def _call_args(w: Writer, call, xs) -> list[str]:
             names.append(w.const(arg.value.numpy(), "c"))
         elif isinstance(arg, relax.Var):
             names.append(next(given))
-        elif isinstance(arg, relax.ShapeExpr):
+        elif skip_shapes and isinstance(arg, relax.ShapeExpr):
             continue
         else:
             raise ExportError(f"{call.op.name}: an argument of kind {type(arg).__name__} has no ONNX form here")
@@ -35,7 +35,7 @@ def _ints(values) -> list[int]:
     return [int(v) for v in values]
 
 
-def _out_dtype_is_input(call, outs, ins) -> None:
+def _require_input_dtype(call, outs, ins) -> None:
     """Calls with an out_dtype attribute: only the input's own dtype has an ONNX form here."""
     if str(outs[0].dtype) != str(ins[0].dtype):
         raise ExportError(f"{call.op.name} into another dtype has no ONNX form here")
@@ -52,7 +52,7 @@ def _cumsum(w: Writer, call, xs, ins, outs):
     a = call.attrs
     if a.axis is None:
         raise ExportError("relax.cumsum over the flattened tensor has no ONNX form here")
-    _out_dtype_is_input(call, outs, ins)
+    _require_input_dtype(call, outs, ins)
     axis = w.const(np.asarray(int(a.axis), dtype=np.int64), "axis")
     return [w.one("CumSum", [_call_args(w, call, xs)[0], axis], exclusive=int(bool(a.exclusive)))]
 
@@ -61,7 +61,7 @@ def _conv1d(w: Writer, call, xs, ins, outs):
     a = call.attrs
     if (a.data_layout, a.kernel_layout, a.out_layout) != ("NCW", "OIW", "NCW"):
         raise ExportError(f"conv1d in layout {a.data_layout}/{a.kernel_layout} (ONNX Conv is NCW/OIW)")
-    _out_dtype_is_input(call, outs, ins)
+    _require_input_dtype(call, outs, ins)
     return [w.one("Conv", _call_args(w, call, xs), strides=_ints(a.strides), pads=_ints(a.padding),
                   dilations=_ints(a.dilation), group=int(a.groups))]
 
@@ -71,7 +71,7 @@ def _conv2d_transpose(w: Writer, call, xs, ins, outs):
     if (a.data_layout, a.kernel_layout, a.out_layout) != ("NCHW", "IOHW", "NCHW"):
         raise ExportError(f"conv2d_transpose in layout {a.data_layout}/{a.kernel_layout} "
                           "(ONNX ConvTranspose is NCHW/IOHW)")
-    _out_dtype_is_input(call, outs, ins)
+    _require_input_dtype(call, outs, ins)
     # Relax pads (top, left, bottom, right): ONNX's order too (begins, then ends)
     return [w.one("ConvTranspose", _call_args(w, call, xs), strides=_ints(a.strides), pads=_ints(a.padding),
                   output_padding=_ints(a.output_padding), dilations=_ints(a.dilation), group=int(a.groups))]
@@ -106,7 +106,7 @@ def _variance(w: Writer, call, xs, ins, outs):
     return [w.one("ReduceMean", [w.one("Mul", [diff, diff])], axes=axes, keepdims=int(bool(call.attrs.keepdims)))]
 
 
-def _arg(onnx_type: str):
+def _arg_reduce(onnx_type: str):
     def emit(w: Writer, call, xs, ins, outs):
         if call.attrs.axis is None:
             raise ExportError(f"{call.op.name} over the flattened tensor has no ONNX form here")
@@ -129,7 +129,7 @@ def _resize2d(w: Writer, call, xs, ins, outs):
         raise ExportError(f"resize2d in layout {a.layout} with method {a.method} has no ONNX form here")
     if a.coordinate_transformation_mode == "tf_crop_and_resize":
         raise ExportError("resize2d with a region of interest has no ONNX form here")
-    _out_dtype_is_input(call, outs, ins)
+    _require_input_dtype(call, outs, ins)
     attrs = {"mode": _RESIZE_MODES[a.method], "coordinate_transformation_mode": a.coordinate_transformation_mode,
              "cubic_coeff_a": float(a.cubic_alpha), "exclude_outside": int(a.cubic_exclude),
              "extrapolation_value": float(a.extrapolation_value)}
@@ -137,11 +137,11 @@ def _resize2d(w: Writer, call, xs, ins, outs):
         if a.rounding_method not in _NEAREST_MODES:
             raise ExportError(f"resize2d rounding {a.rounding_method!r} has no ONNX form")
         attrs["nearest_mode"] = a.rounding_method
-    (x,) = _call_args(w, call, xs)
+    (x,) = _call_args(w, call, xs, skip_shapes=True)
     return [w.one("Resize", [x, "", "", w.ints(outs[0].shape)], **attrs)]
 
 
-def _one(onnx_type: str):
+def _single_op(onnx_type: str):
     return lambda w, call, xs, ins, outs: [w.one(onnx_type, _call_args(w, call, xs))]
 
 
@@ -157,10 +157,10 @@ OPAQUE_EMITTERS = {
     "relax.nn.conv2d_transpose": _conv2d_transpose,
     "relax.nn.prelu": _prelu,
     "relax.variance": _variance,
-    "relax.argmax": _arg("ArgMax"),
-    "relax.argmin": _arg("ArgMin"),
+    "relax.argmax": _arg_reduce("ArgMax"),
+    "relax.argmin": _arg_reduce("ArgMin"),
     "relax.image.resize2d": _resize2d,
-    **{f"relax.{name}": _one(onnx_type)
+    **{f"relax.{name}": _single_op(onnx_type)
        for name, onnx_type in (("less", "Less"), ("greater", "Greater"), ("equal", "Equal"),
                                ("less_equal", "LessOrEqual"), ("greater_equal", "GreaterOrEqual"),
                                ("logical_and", "And"), ("logical_or", "Or"), ("logical_not", "Not"))},

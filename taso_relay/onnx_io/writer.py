@@ -10,7 +10,8 @@ class ExportError(Exception):
     """The graph has no ONNX form (the message says which operators)."""
 
 
-def load_onnx_module():
+def onnx_package():
+    """The onnx package, imported only when an export is asked for."""
     import onnx
     return onnx
 

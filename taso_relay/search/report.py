@@ -91,7 +91,8 @@ class SearchReport:
         lines = [
             f"TASO search: cost {_fmt(self.cost_before)} -> {_fmt(self.cost_after)} "
             f"({gain:.1f}% less, x{self.improvement:.3f}); nodes {self.nodes_before} -> {self.nodes_after}",
-            f"  {self.seconds:.2f} s{self._judged()}, {self.expansions} expansions, {self.graphs_explored} graphs explored, "
+            f"  {self.seconds:.2f} s{self._judged()}, {self.expansions} expansions, "
+            f"{self.graphs_explored} graphs explored, "
             f"{self.candidates} candidates queued ({self.duplicates} duplicates, {self.rejected} rejected); "
             f"best found after {self.best_found_after:.2f} s; stopped: {self.stopped_by}",
         ]
