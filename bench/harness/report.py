@@ -135,7 +135,7 @@ def _search(model: dict) -> str:
     whole = f"{e.get('search_time_s', 0):.1f}"
     if not searched:
         return whole
-    judge = f" (+{judged:.0f} judge)" if judged else ""
+    judge = f" (+{judged:.0f} judge)" if judged >= 10 else f" (+{judged:.1f} judge)" if judged >= 0.05 else ""
     return f"{sum(searched) - judged:.1f}{judge} / {whole}"
 
 
