@@ -57,6 +57,22 @@ def device_of(target) -> "tvm.runtime.Device":
     return tvm.device(target.get_target_device_type(), 0)
 
 
+def runs_here(target) -> bool:
+    """Whether code built for `target` can run on this machine: a CPU target for this architecture
+    (an aarch64 `mtriple` on an x86 host cannot), or a device of its kind that exists."""
+    import platform
+
+    if target.kind.name == "llvm":
+        triple = str(target.attrs.get("mtriple", "") or "")
+        arch = triple.split("-")[0] if triple else platform.machine()
+        same = {"x86_64": ("x86_64", "amd64"), "aarch64": ("aarch64", "arm64")}
+        return platform.machine().lower() in same.get(arch.lower(), (arch.lower(),))
+    try:
+        return bool(device_of(target).exist)
+    except Exception:  # noqa: BLE001 - a kind this TVM build has no runtime for
+        return False
+
+
 def run_executable(ex, inputs: Sequence[np.ndarray], func: str = "main", device=None) -> list[np.ndarray]:
     device = device or tvm.cpu()
     vm = relax.VirtualMachine(ex, device)

@@ -50,7 +50,7 @@ def run_compile(args) -> int:
 
     import tvm
 
-    from ..bridge.execute import stderr_silenced
+    from ..bridge.execute import runs_here, stderr_silenced
     from ..onnx_io.export import onnx_index_bounds
 
     out = common.output_path(args.output)
@@ -64,12 +64,13 @@ def run_compile(args) -> int:
     work_dir = args.work_dir or (Path(str(out) + ".tuning") if args.trials or not judged else judge_database(target))
     if tuning:
         args.work_dir = work_dir  # TASOPass(cost="tuned") tunes into the same database
-    if args.verify_speed is None and not tuning:
+    if args.verify_speed is None and not tuning and runs_here(target):
         # The library is what the user runs: under TVM's default lowering the analytic model's predicted
         # gains often do not materialise (ShuffleNetV2's search result measured 0.97x). Timing costs a
         # build of the original and of each candidate the pass tries (up to three) and up to
         # speed_budget seconds each, and only when the search changed the graph. Tuning builds are left
-        # to the pass: it checks with the tuned model, not with the analytic one.
+        # to the pass: it checks with the tuned model, not with the analytic one. A library for another
+        # machine (an aarch64 mtriple here) cannot be timed here, and is not.
         args.verify_speed = True
     n_steps = 3 + (not args.no_taso) + tuning
     with common.steps_for(args, n_steps) as steps:

@@ -119,3 +119,17 @@ def test_compile_with_a_tuned_judge_checks_speed_unless_told_not_to(argv, expect
     monkeypatch.setenv("TASO_RELAY_CACHE_DIR", str(tmp_path))
     args = build_parser().parse_args(["compile", "m.onnx", "-o", str(tmp_path / "m.so"), "--cost", "tuned", *argv])
     assert common.make_pass(args, None).verifies_speed is expected
+
+
+def test_compile_measures_only_what_runs_here():
+    """compile's default speed check needs to run the library: not for another architecture."""
+    import platform
+
+    import tvm
+
+    from taso_relay.bridge.execute import runs_here
+
+    other = "aarch64-linux-gnu" if platform.machine().lower() in ("x86_64", "amd64") else "x86_64-linux-gnu"
+    assert runs_here(tvm.target.Target({"kind": "llvm"}))
+    assert not runs_here(tvm.target.Target({"kind": "llvm", "mtriple": other}))
+    assert runs_here(tvm.target.Target({"kind": "cuda"})) == tvm.cuda().exist
