@@ -80,25 +80,60 @@ PAD_CANDIDATES = 256  # splits of the added size into before/after tried, at mos
 def _as_pad(call, prim, arg) -> Reading | None:
     """topi.nn.pad: the shapes give each axis's added size, not how it splits into before and after,
     nor the value; the splits are tried (few: pads are small) with the float constants of the body."""
-    shape, out = static_shape(arg.ty), static_shape(call.ty)
-    if len(out) != len(shape) or any(o < i for o, i in zip(out, shape)):
-        return None
-    added = [o - i for o, i in zip(out, shape)]
-    if int(np.prod([a + 1 for a in added])) > PAD_CANDIDATES:
-        return None
     from tvm import topi
 
-    values = {0.0} | _float_constants(prim)
-    for before in itertools.product(*(range(a + 1) for a in added)):
-        after = [a - b for a, b in zip(added, before)]
-        for value in sorted(values):
+    values = sorted({0.0} | _float_constants(prim))
+    for before, after in _pad_splits(static_shape(arg.ty), static_shape(call.ty)):
+        for value in values:
             try:
-                reference = _emitted(topi.nn.pad, [arg.ty], list(before), after, value)
+                reference = _emitted(topi.nn.pad, [arg.ty], before, after, value)
             except Exception:  # noqa: BLE001 - an argument topi's pad cannot take (dtype, ...): not a pad
                 return None
             if structural_equal(prim, reference):
                 widths = [w for pair in zip(before, after) for w in pair]
                 return "pad", {"pad_width": tuple(widths), "value": float(value)}, [arg]
+    return None
+
+
+def _pad_splits(shape, out):
+    """(before, after) per axis that pad `shape` to `out`: every split, or none if there are too many."""
+    if len(out) != len(shape) or any(o < i for o, i in zip(out, shape)):
+        return
+    added = [o - i for o, i in zip(out, shape)]
+    if int(np.prod([a + 1 for a in added])) > PAD_CANDIDATES:
+        return
+    for before in itertools.product(*(range(a + 1) for a in added)):
+        yield list(before), [a - b for a, b in zip(added, before)]
+
+
+def describe_opaque(call, mod) -> tuple[str, dict] | None:
+    """What an opaque call_tir computes, where it is one of topi's functions the graph does not model
+    but ONNX has (for the exporter): ("mirror_pad" | "replicate_pad", {"before", "after"}) from ONNX
+    Pad's reflect and edge modes, or ("tile", {"reps"}) for a tile that copies whole axes."""
+    from tvm import topi
+
+    callee, args = call.args[0], call.args[1] if len(call.args) == 2 else None
+    if (not isinstance(args, relax.Tuple) or len(args.fields) != 1 or callee not in mod.functions
+            or not isinstance(call.ty, relax.TensorType)):
+        return None
+    prim, arg = mod[callee], args.fields[0]
+    try:
+        shape, out = static_shape(arg.ty), static_shape(call.ty)
+    except Unsupported:
+        return None
+    candidates = [("mirror_pad", {"before": b, "after": a}, (topi.nn.mirror_pad, b, a, "REFLECT"))
+                  for b, a in _pad_splits(shape, out)]
+    candidates += [("replicate_pad", {"before": b, "after": a}, (topi.nn.replicate_pad, b, a))
+                   for b, a in _pad_splits(shape, out)]
+    if len(out) == len(shape) and all(i and o % i == 0 for o, i in zip(out, shape)):
+        reps = [o // i for o, i in zip(out, shape)]
+        candidates.append(("tile", {"reps": reps}, (topi.tile, reps)))
+    for name, params, (fn, *fn_args) in candidates:
+        try:
+            if structural_equal(prim, _emitted(fn, [arg.ty], *fn_args)):
+                return name, params
+        except Exception:  # noqa: BLE001 - not this function
+            continue
     return None
 
 

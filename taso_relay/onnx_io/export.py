@@ -196,8 +196,10 @@ def flat_outputs(result, exports) -> list[int]:
 
 
 def export_graph(graph: Graph, signature, input_names: Sequence[str], output_names: Sequence[str],
-                 name: str = "taso_relay"):
-    """An ONNX ModelProto computing what `graph` computes; inputs and outputs carry the given names."""
+                 name: str = "taso_relay", module=None):
+    """An ONNX ModelProto computing what `graph` computes; inputs and outputs carry the given names.
+
+    module: the IRModule the graph was read from, whose PrimFuncs its opaque call_tirs call."""
     from onnx import helper
 
     opaque = sorted({graph.nodes[i].attr("label") or "opaque" for i in graph.nodes_of("opaque")} - set(OPAQUE_EMITTERS))
@@ -211,6 +213,7 @@ def export_graph(graph: Graph, signature, input_names: Sequence[str], output_nam
         raise ExportError(f"the function returns {len(order)} tensors but the model has {len(output_names)} outputs")
 
     w = Writer()
+    w.module = module
     values: list[list[str]] = []
     known: dict[int, list[np.ndarray]] = {}  # nodes computed from weights and constants only
     graph_inputs = []
@@ -312,7 +315,7 @@ def export_module(mod, prepared, func: str = "main", graph=None, signature=None,
         graph, signature = imported.graph, imported.signature
     try:
         model = export_graph(graph, signature, [t.name for t in prepared.inputs],
-                             [t.name for t in prepared.outputs])
+                             [t.name for t in prepared.outputs], module=mod)
     except ExportError as exc:
         return Exported(prepared.model, False, str(exc))
     if not check:

@@ -141,13 +141,32 @@ def _resize2d(w: Writer, call, xs, ins, outs):
     return [w.one("Resize", [x, "", "", w.ints(outs[0].shape)], **attrs)]
 
 
+def _call_tir(w: Writer, call, xs, ins, outs):
+    """A call_tir of one of topi's functions that ONNX has (reflect and edge pads, a tile that copies
+    whole axes), recognised in the module the graph came from (bridge/call_tir.describe_opaque)."""
+    from ..bridge.call_tir import describe_opaque
+
+    module = getattr(w, "module", None)
+    found = describe_opaque(call, module) if module is not None else None
+    if found is None:
+        name = getattr(call.args[0], "name_hint", "?")
+        raise ExportError(f"relax.call_tir of '{name}' has no ONNX form here")
+    kind, params = found
+    (x,) = xs
+    if kind == "tile":
+        return [w.one("Tile", [x, w.ints(params["reps"])])]
+    mode = {"mirror_pad": "reflect", "replicate_pad": "edge"}[kind]
+    return [w.one("Pad", [x, w.ints(list(params["before"]) + list(params["after"]))], mode=mode)]
+
+
 def _single_op(onnx_type: str):
     return lambda w, call, xs, ins, outs: [w.one(onnx_type, _call_args(w, call, xs))]
 
 
 # What real exports leave opaque: embedding lookups (take, less, logical_and), RoBERTa's position ids
 # (cumsum, gather_elements), audio nets (conv1d), decoders and U-Nets (conv2d_transpose, resize2d),
-# GroupNorm and InstanceNorm (variance), PReLU, classifier heads (argmax).
+# GroupNorm and InstanceNorm (variance), PReLU, classifier heads (argmax), ReflectionPad2d and
+# ReplicationPad2d and whole-axis repeats (call_tir of topi's mirror_pad, replicate_pad, tile).
 OPAQUE_EMITTERS = {
     "relax.take": _take,
     "relax.cumsum": _cumsum,
@@ -160,6 +179,7 @@ OPAQUE_EMITTERS = {
     "relax.argmax": _arg_reduce("ArgMax"),
     "relax.argmin": _arg_reduce("ArgMin"),
     "relax.image.resize2d": _resize2d,
+    "relax.call_tir": _call_tir,
     **{f"relax.{name}": _single_op(onnx_type)
        for name, onnx_type in (("less", "Less"), ("greater", "Greater"), ("equal", "Equal"),
                                ("less_equal", "LessOrEqual"), ("greater_equal", "GreaterOrEqual"),

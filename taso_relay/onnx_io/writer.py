@@ -26,6 +26,7 @@ class Writer:
 
     def __init__(self):
         self.nodes, self.inits, self.count = [], [], 0
+        self.module = None  # the IRModule whose PrimFuncs opaque call_tirs call (export_graph's module)
 
     def name(self, base: str) -> str:
         self.count += 1

@@ -43,9 +43,19 @@ def dynamic_batch() -> onnx.ModelProto:
     return model
 
 
+def einsum() -> onnx.ModelProto:
+    """An Einsum, which TVM imports as call_tir of topi's einsum: opaque, and with no ONNX form here."""
+    nodes = [helper.make_node("Einsum", ["x", "w"], ["e"], equation="bij,jk->bik"),
+             helper.make_node("Relu", ["e"], ["y"])]
+    graph = helper.make_graph(nodes, "einsum", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 5])],
+                              [_init("w", np.linspace(-1, 1, 20, dtype=np.float32).reshape(4, 5))])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def dynamic_pad() -> onnx.ModelProto:
     """PyTorch-style padding computed in the graph: pad H and W up to 10 from Shape(x), by reflection
-    (ReflectionPad2d; TVM imports it as call_tir of topi's mirror_pad, which stays opaque)."""
+    (ReflectionPad2d; TVM imports it as call_tir of topi's mirror_pad, opaque to the rules)."""
     inits = [_init("target", np.array([10], np.int64)), _init("idx", np.array([2, 3], np.int64)),
              _init("zeros", np.zeros(2, np.int64)), _init("zeros2", np.zeros(2, np.int64)),
              _init("two", np.array(2, np.int64)), _init("w", np.ones((2, 3, 3, 3), np.float32) / 27)]

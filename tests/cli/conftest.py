@@ -19,6 +19,7 @@ def model_dir(tmp_path_factory) -> Path:
     models.save(models.small_cnn(), d / "small.onnx")
     models.save(models.dynamic_batch(), d / "dynamic_batch.onnx")
     models.save(models.dynamic_pad(), d / "dynamic_pad.onnx")
+    models.save(models.einsum(), d / "einsum.onnx")
     return d
 
 

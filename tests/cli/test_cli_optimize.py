@@ -67,15 +67,29 @@ def test_optimize_prints_the_search_once(cli, model_dir, name):
 
 
 def test_emit_onnx_falls_back_to_the_input_model_with_a_warning(cli, model_dir, tmp_path):
-    out_path = tmp_path / "pad.onnx"
-    status, out, err = cli("optimize", model_dir / "dynamic_pad.onnx", "--emit-onnx", out_path)
+    out_path = tmp_path / "einsum.onnx"
+    status, out, err = cli("optimize", model_dir / "einsum.onnx", "--emit-onnx", out_path, "--time-limit", "1")
     assert status == 0, err
-    assert "folded   6 ONNX nodes" in out
     assert "the input model, not the optimized graph" in out
     assert err.startswith("taso-relay: warning: could not export") and err.count("\n") == 1
-    assert "opaque operators with no ONNX form: relax.call_tir" in err
+    assert "relax.call_tir of 'einsum' has no ONNX form here" in err
     model = onnx.load(str(out_path))
-    assert [n.op_type for n in model.graph.node] == ["Pad", "Conv", "Sigmoid"]  # folded, still runs
+    assert [n.op_type for n in model.graph.node] == ["Einsum", "Relu"]  # the input model, still runs
+    x = np.random.default_rng(0).uniform(size=(2, 3, 4)).astype("float32")
+    np.testing.assert_allclose(_ort(model, {"x": x})[0], _ort(model_dir / "einsum.onnx", {"x": x})[0], rtol=1e-6)
+
+
+def test_emit_onnx_writes_a_reflect_pad_computed_from_shapes(cli, model_dir, tmp_path):
+    """The dynamic reflect pad: folded to constants, imported as call_tir of topi's mirror_pad
+    (opaque to the rules), exported as Pad in reflect mode."""
+    out_path = tmp_path / "pad.onnx"
+    status, out, err = cli("optimize", model_dir / "dynamic_pad.onnx", "--emit-onnx", out_path, "--time-limit", "1")
+    assert status == 0, err
+    assert "folded   6 ONNX nodes" in out and "1 opaque: relax.call_tir" in out
+    assert "matches the input model in onnxruntime" in out and "the input model, not" not in out, out + err
+    model = onnx.load(str(out_path))
+    (pad,) = [n for n in model.graph.node if n.op_type == "Pad"]
+    assert [a.s for a in pad.attribute if a.name == "mode"] == [b"reflect"]
     x = np.random.default_rng(0).uniform(size=(1, 3, 7, 8)).astype("float32")
     np.testing.assert_allclose(_ort(model, {"x": x})[0], _ort(model_dir / "dynamic_pad.onnx", {"x": x})[0],
                                rtol=1e-6)

@@ -39,6 +39,14 @@ CASES = {
                         "relax.nn.prelu", "PRelu"),  # nn.PReLU(): TVM reads it as prelu over the last axis
     "instance_norm": ([helper.make_node("InstanceNormalization", ["x", "g", "b"], ["y"], epsilon=1e-3)],
                       [("g", (3,)), ("b", (3,))], (2, 3, 4, 5), (2, 3, 4, 5), "relax.variance", "ReduceMean"),
+    "pad_reflect": ([helper.make_node("Pad", ["x", "p"], ["y"], mode="reflect")],
+                    [("p", np.array([0, 0, 1, 2, 0, 0, 2, 0], np.int64))], (1, 2, 4, 5), (1, 2, 7, 7),
+                    "relax.call_tir", "Pad"),  # topi's mirror_pad
+    "pad_edge": ([helper.make_node("Pad", ["x", "p"], ["y"], mode="edge")],
+                 [("p", np.array([0, 1, 0, 3, 0, 0, 2, 1], np.int64))], (1, 2, 4, 5), (1, 3, 6, 9),
+                 "relax.call_tir", "Pad"),  # topi's replicate_pad
+    "tile_whole_axes": ([helper.make_node("Tile", ["x", "r"], ["y"])], [("r", np.array([1, 2, 3], np.int64))],
+                        (2, 3, 4), (2, 6, 12), "relax.call_tir", "Tile"),
     "argmax": ([helper.make_node("ArgMax", ["x"], ["y"], axis=1, keepdims=0)], [], (2, 5, 3), (2, 3),
                "relax.argmax", "ArgMax"),
     "resize_nearest": ([helper.make_node("Resize", ["x", "", "sc"], ["y"], mode="nearest",
