@@ -63,6 +63,7 @@ def test_optimize_prints_the_search_once(cli, model_dir, name):
     assert status == 0, err
     assert out.count("TASO search:") == 1 and out.count("settings: alpha=") == 1
     assert out.count("no rewrite applied") == 1 and "search seconds:" not in out and "ops before:" in out
+    assert "not measured" not in out  # nothing was rewritten: nothing to say about predictions
 
 
 

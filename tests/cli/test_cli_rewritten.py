@@ -37,6 +37,7 @@ def test_optimize_reports_exports_and_draws_the_rewrite(rewriting, cli, small, t
     status, out, err = cli("optimize", small, "--emit-onnx", out_onnx, "--draw", dot, "--report", tmp_path / "r.json")
     assert status == 0, err
     assert "main: optimized" in out and "enlarge 1" in out
+    assert "not measured; --verify-speed times them" in out  # a prediction, and said so
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["changed"] and report["functions"]["main"]["ops_after"]["enlarge"] == 1
     assert report["onnx"]["exported"]
