@@ -386,21 +386,14 @@ def _load(files: tuple[tuple[str, int], ...]) -> RuleIndex:
     file changed since (verified again, say) is read again: the key has its modification time."""
     from .verifier.run import rule_digest
 
-    if len(files) == 1:
-        path = files[0][0]
-        return RuleIndex(default_rules() if path == SHIPPED else _proven(path))
-    rules, seen = [], {}
+    rules: dict[str, object] = {}
     for path, _ in files:
         for rule in default_rules() if path == SHIPPED else _proven(path):
-            digest = rule_digest(rule)
-            if rule.id in seen:  # the same file twice, or a shipped file named again
-                if seen[rule.id] != digest:
-                    warnings.warn(f"{path}: rule {rule.id} differs from the rule of that id read before it; "
-                                  "the first is used", stacklevel=3)
-                continue
-            seen[rule.id] = digest
-            rules.append(rule)
-    return RuleIndex(rules)
+            first = rules.setdefault(rule.id, rule)  # a file named twice, or a shipped file named again
+            if first is not rule and rule_digest(first) != rule_digest(rule):
+                warnings.warn(f"{path}: rule {rule.id} differs from the rule of that id read before it; "
+                              "the first is used", stacklevel=3)
+    return RuleIndex(list(rules.values()))
 
 
 def _versioned(paths) -> tuple[tuple[str, int], ...]:

@@ -22,17 +22,24 @@ def import_call_tir(call, mod) -> Reading:
     broadcast_to (ONNX Tile from PyTorch's repeat_interleave: grouped-query attention's K and V),
     or a constant pad (ONNX Pad: Swin's window padding). The PrimFunc is compared structurally with
     topi's own, so nothing else passes."""
-    callee, args = call.args[0], call.args[1] if len(call.args) == 2 else None
-    if not isinstance(args, relax.Tuple) or callee not in mod.functions or not isinstance(call.ty, relax.TensorType):
-        raise Unsupported(NOT_TOPI)
+    prim, args = _callee(call, mod)
     reading = None
-    if len(args.fields) == 2:
-        reading = _as_binary(call, mod[callee], args.fields)
-    elif len(args.fields) == 1:
-        reading = _as_broadcast(call, mod[callee], args.fields[0]) or _as_pad(call, mod[callee], args.fields[0])
+    if len(args) == 2:
+        reading = _as_binary(call, prim, args)
+    elif len(args) == 1:
+        reading = _as_broadcast(call, prim, args[0]) or _as_pad(call, prim, args[0])
     if reading is None:
         raise Unsupported(NOT_TOPI)
     return reading
+
+
+def _callee(call, mod):
+    """(the PrimFunc a call_tir calls, its tensor arguments), or Unsupported."""
+    callee, args = call.args[0], call.args[1] if len(call.args) == 2 else None
+    if (mod is None or not isinstance(args, relax.Tuple) or callee not in mod.functions
+            or not isinstance(call.ty, relax.TensorType)):
+        raise Unsupported(NOT_TOPI)
+    return mod[callee], list(args.fields)
 
 
 def _as_binary(call, prim, args) -> Reading | None:
@@ -112,12 +119,11 @@ def describe_opaque(call, mod) -> tuple[str, dict] | None:
     Pad's reflect and edge modes, or ("tile", {"reps"}) for a tile that copies whole axes."""
     from tvm import topi
 
-    callee, args = call.args[0], call.args[1] if len(call.args) == 2 else None
-    if (not isinstance(args, relax.Tuple) or len(args.fields) != 1 or callee not in mod.functions
-            or not isinstance(call.ty, relax.TensorType)):
-        return None
-    prim, arg = mod[callee], args.fields[0]
     try:
+        prim, args = _callee(call, mod)
+        if len(args) != 1:
+            return None
+        arg = args[0]
         shape, out = static_shape(arg.ty), static_shape(call.ty)
     except Unsupported:
         return None

@@ -11,6 +11,8 @@ import numpy as np
 import tvm
 from tvm import relax
 
+from ..graph import INT_HIGH
+
 
 @contextlib.contextmanager
 def stderr_silenced():
@@ -90,9 +92,6 @@ def timed(fn, *args, **kwargs):
     start = time.perf_counter()
     result = fn(*args, **kwargs)
     return result, time.perf_counter() - start
-
-
-INT_HIGH = 4  # integer inputs are drawn from [0, INT_HIGH), or below the table they index
 
 
 def random_inputs(params: Sequence, rng: np.random.Generator, func=None) -> list[np.ndarray]:

@@ -23,9 +23,9 @@ from ..graph import Graph, GraphBuilder, GraphError, Ref, TensorType
 from . import ops_table
 from .call_tir import import_call_tir
 from .ops_table import Unsupported, tensor_spec
+from .records import CallRecord, Export, ExportRef, Signature, is_tensor_leaf, is_value_var, leaves, template_key
 
 CALL_TIR = tvm.ir.Op.get("relax.call_tir")
-from .records import CallRecord, Export, ExportRef, Signature, is_tensor_leaf, is_value_var, leaves, template_key
 
 
 class NothingToDo(Unsupported):
@@ -88,8 +88,8 @@ def shapes_folded(func, name: str, mod=None):
     returns when it finds nothing to rewrite."""
     import tvm
 
-    if not isinstance(func, relax.Function) or not any(
-            isinstance(b.var.ty, relax.ShapeType) for block in getattr(func.body, "blocks", ()) for b in block.bindings):
+    bindings = (b for block in getattr(getattr(func, "body", None), "blocks", ()) for b in block.bindings)
+    if not isinstance(func, relax.Function) or not any(isinstance(b.var.ty, relax.ShapeType) for b in bindings):
         return None
     module = tvm.IRModule({name: func})
     if mod is not None:  # the PrimFuncs its call_tir calls

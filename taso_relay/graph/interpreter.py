@@ -97,6 +97,9 @@ def _convert(value, dtype, modular, prime):
     return value
 
 
+INT_HIGH = 4  # random integer inputs are drawn from [0, INT_HIGH): indices into small tables
+
+
 def random_feeds(graph: Graph, rng: np.random.Generator, *, modular: bool = False,
                  prime: int = DEFAULT_PRIME, include_weights: bool = False) -> dict[str, np.ndarray]:
     """Random values for every input (and weights without values, or all with include_weights)."""
@@ -112,5 +115,5 @@ def random_feeds(graph: Graph, rng: np.random.Generator, *, modular: bool = Fals
         elif np.issubdtype(np.dtype(a["dtype"]), np.floating):
             feeds[a["name"]] = rng.uniform(-1, 1, size=a["shape"]).astype(a["dtype"])
         else:
-            feeds[a["name"]] = rng.integers(0, 4, size=a["shape"]).astype(a["dtype"])
+            feeds[a["name"]] = rng.integers(0, INT_HIGH, size=a["shape"]).astype(a["dtype"])
     return feeds

@@ -33,7 +33,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..graph import Graph, NotModelled, Ref, TensorType, get_op
+from ..graph import INT_HIGH, Graph, NotModelled, Ref, TensorType, get_op
 
 LEAVES = ("input", "weight", "constant")
 MAX_UNCUT = 6  # levels of cuts made consistent before a pair is computed from the graph inputs instead
@@ -355,4 +355,4 @@ def _random(t: TensorType, rng: np.random.Generator) -> np.ndarray:
     """Floats in [-1, 1), small non-negative integers: what the whole-function check feeds too."""
     if np.issubdtype(np.dtype(t.dtype), np.floating):
         return rng.uniform(-1, 1, size=t.shape).astype(t.dtype)
-    return rng.integers(0, 4, size=t.shape).astype(t.dtype)
+    return rng.integers(0, INT_HIGH, size=t.shape).astype(t.dtype)

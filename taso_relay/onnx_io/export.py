@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..graph import Graph
+from ..graph import INT_HIGH, Graph
 from ..graph.ops.linear import KERNEL_TO_OIHW
 from ..graph.ops.sources import constant_value
 from .opaque import OPAQUE_EMITTERS
@@ -337,7 +337,7 @@ def random_onnx_inputs(inputs, seed: int = 0, bounds: dict | None = None) -> dic
         elif np.dtype(t.dtype) == np.bool_:
             feeds[t.name] = rng.integers(0, 2, size=t.shape).astype(bool)
         else:
-            high = max(1, min(4, (bounds or {}).get(t.name, 4)))
+            high = max(1, min(INT_HIGH, (bounds or {}).get(t.name, INT_HIGH)))
             feeds[t.name] = rng.integers(0, high, size=t.shape).astype(t.dtype)
     return feeds
 

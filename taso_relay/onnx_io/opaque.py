@@ -146,8 +146,7 @@ def _call_tir(w: Writer, call, xs, ins, outs):
     whole axes), recognised in the module the graph came from (bridge/call_tir.describe_opaque)."""
     from ..bridge.call_tir import describe_opaque
 
-    module = getattr(w, "module", None)
-    found = describe_opaque(call, module) if module is not None else None
+    found = describe_opaque(call, w.module)
     if found is None:
         name = getattr(call.args[0], "name_hint", "?")
         raise ExportError(f"relax.call_tir of '{name}' has no ONNX form here")
