@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 from taso_relay.cli import EXAMPLE, main
@@ -16,6 +17,8 @@ def test_demo_runs_the_bundled_example(capsys):
     assert "1 opaque: relax.topk" in out
     assert "conv2d 6" in out and "concat 1" in out and "batch_norm 1" in out and "matmul 1" in out
     assert "max abs diff 0" in out
+    run = re.search(r"run +before ([\d.]+) ms, after ([\d.]+) ms: x([\d.]+) \(medians of 1 interleaved", out)
+    assert run and abs(float(run[1]) / float(run[2]) - float(run[3])) < 0.002  # the ratio of the two times
 
 
 def test_missing_model_is_one_line_and_status_2(capsys):

@@ -55,7 +55,7 @@ def per_call_times(*rounds_ms):
 
 def test_numeric_refusal_falls_back_to_the_folds(resnet, monkeypatch, run_module, rng):
     monkeypatch.setattr(TASOOptimizer, "optimize_graph", search_then(lambda g: replace_op(g, "relu", "sigmoid")))
-    taso = TASOPass(cost=COST)
+    taso = TASOPass(verify_speed=False, cost=COST)
     with pytest.warns(UserWarning, match="computes different results.*kept the first phase's 2 rewrites"):
         out = taso(resnet)
     report = taso.report["main"]

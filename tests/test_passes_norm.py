@@ -47,7 +47,7 @@ def kernels(mod) -> int:
 @pytest.fixture(scope="module")
 def folded():
     mod = conv_bn_block()
-    taso = TASOPass()  # shipped proven rules, analytic cost
+    taso = TASOPass(verify_speed=False)  # shipped proven rules, analytic cost, the folds kept unmeasured
     return mod, taso(mod), taso.report["main"]
 
 

@@ -45,9 +45,11 @@ def add_taso_arguments(p: argparse.ArgumentParser) -> None:
                    help="rule file whose PROVED rules the search uses instead of the shipped ones (repeatable; "
                         "'shipped' names the shipped files, e.g. --rules shipped --rules mine.json); prove a "
                         "file's rules first with `taso-relay rules verify FILE`")
-    p.add_argument("--verify-speed", action="store_true", default=None,
+    p.add_argument("--verify-speed", action=argparse.BooleanOptionalAction, default=None,
                    help="time the original and the rewritten model on the target (compiled with the cost model's "
-                        "lowering) and keep the rewrite only if it is measured faster; costs two extra builds")
+                        "lowering) and keep the rewrite only if it is measured faster; costs a build of each and "
+                        "up to 10 s of timing, only when the search changed the graph (default: on for TVM's "
+                        "default lowering and --cost tuned, on a target this machine runs)")
 
 
 # ---- targets -----------------------------------------------------------------------------------
@@ -137,7 +139,7 @@ def make_pass(args, target):
         kwargs["time_limit"] = float(args.time_limit)
     if getattr(args, "rules", None):
         kwargs["rules"] = getattr(args, "rule_index", None) or rule_index(args.rules)
-    if getattr(args, "verify_speed", None) is not None:  # unset: the pass decides (on for tuned costs)
+    if getattr(args, "verify_speed", None) is not None:  # unset: the pass decides (TASOOptimizer.verifies_speed)
         kwargs["verify_speed"] = bool(args.verify_speed)
     if getattr(args, "trials", 0) or getattr(args, "work_dir", None) is not None:
         kwargs["lowering"] = "tuning"  # `compile --tune-trials`: the kernels are built by MetaSchedule's pipeline

@@ -20,11 +20,8 @@ def add_compile(sub) -> None:
     p.add_argument("-o", "--output", type=Path, required=True, metavar="model.so",
                    help="the library to write (.so; .tar also works)")
     common.add_taso_arguments(p)
-    p.add_argument("--no-verify-speed", dest="verify_speed", action="store_false",
-                   help="do not time the model before and after the rewrites (by default compile keeps them "
-                        "only if measured faster, unless it tunes: then the tuned cost model decides)")
     add_tuning_arguments(p, "--tune-trials", 0)
-    p.set_defaults(run=run_compile, verify_speed=None)
+    p.set_defaults(run=run_compile)
 
 
 def judge_database(target) -> Path:
@@ -50,7 +47,7 @@ def run_compile(args) -> int:
 
     import tvm
 
-    from ..bridge.execute import runs_here, stderr_silenced
+    from ..bridge.execute import stderr_silenced
     from ..onnx_io.export import onnx_index_bounds
 
     out = common.output_path(args.output)
@@ -64,14 +61,6 @@ def run_compile(args) -> int:
     work_dir = args.work_dir or (Path(str(out) + ".tuning") if args.trials or not judged else judge_database(target))
     if tuning:
         args.work_dir = work_dir  # TASOPass(cost="tuned") tunes into the same database
-    if args.verify_speed is None and not tuning and runs_here(target):
-        # The library is what the user runs: under TVM's default lowering the analytic model's predicted
-        # gains often do not materialise (ShuffleNetV2's search result measured 0.97x). Timing costs a
-        # build of the original and of each candidate the pass tries (up to three) and up to
-        # speed_budget seconds each, and only when the search changed the graph. Tuning builds are left
-        # to the pass: it checks with the tuned model, not with the analytic one. A library for another
-        # machine (an aarch64 mtriple here) cannot be timed here, and is not.
-        args.verify_speed = True
     n_steps = 3 + (not args.no_taso) + tuning
     with common.steps_for(args, n_steps) as steps:
         prepared, mod, taso, pass_warnings = optimized_module(args, target, steps)

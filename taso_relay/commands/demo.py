@@ -1,6 +1,7 @@
 """`taso-relay demo`: the bundled ONNX example through TASOPass, compiled and compared before and after."""
 from __future__ import annotations
 
+import statistics
 import warnings
 from pathlib import Path
 
@@ -50,18 +51,34 @@ def run_demo(args) -> int:
             print("        (no proven rule available: the pass round-tripped Relax -> graph -> Relax unchanged)")
     print(f"time    {pass_s:.2f} s in the pass")
 
+    unchanged = all(report.status != "optimized" for report in taso.report.values())
     inputs = execute.random_inputs(mod["main"].params, np.random.default_rng(args.seed), mod["main"])
-    results = {}
+    tensors = [tvm.runtime.tensor(x) for x in inputs]
+    results, timers = {}, {}
     for label, module in (("before", mod), ("after", optimized)):
         ex, compile_s = execute.timed(execute.compile_module, module, target)
         vm = tvm.relax.VirtualMachine(ex, tvm.cpu())
-        tensors = [tvm.runtime.tensor(x) for x in inputs]
-        outs = execute.flatten(vm["main"](*tensors))
-        timer = vm.time_evaluator("main", tvm.cpu(), number=1, repeat=max(1, args.repeat))
-        run_ms = timer(*tensors).median * 1e3
-        results[label] = outs
-        print(f"{label:<7} compile {compile_s:.2f} s, run {run_ms:.3f} ms (median of {args.repeat})")
+        results[label] = execute.flatten(vm["main"](*tensors))  # also the warm-up run
+        timers[label] = vm.time_evaluator("main", tvm.cpu(), number=1, repeat=1)
+        print(f"{label:<7} compile {compile_s:.2f} s" + (" (the module the pass was given)" if unchanged
+                                                          and label == "after" else ""))
+    runs = interleaved(timers, tensors, max(1, args.repeat))
+    before, after = (statistics.median(runs[k]) * 1e3 for k in ("before", "after"))
+    print(f"run     before {before:.3f} ms, after {after:.3f} ms: x{before / after:.3f} "
+          f"(medians of {args.repeat} interleaved runs" + ("; the same module twice, so this is the "
+                                                           "machine's noise)" if unchanged else ")"))
     diff = max(float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)), initial=0.0))
                for a, b in zip(results["before"], results["after"]))
     print(f"check   {len(results['after'])} outputs, max abs diff {diff:.3g}")
     return 0
+
+
+def interleaved(timers: dict, tensors, repeat: int) -> dict[str, list[float]]:
+    """Seconds per run of each timer, alternating which runs first: a shared machine's drift (another
+    tenant, a frequency change) then falls on both, and their ratio means something."""
+    runs = {k: [] for k in timers}
+    order = list(timers)
+    for r in range(repeat):
+        for k in (order if r % 2 == 0 else order[::-1]):
+            runs[k].append(timers[k](*tensors).mean)
+    return runs

@@ -147,8 +147,8 @@ def _print(args, target, prepared, taso, result) -> None:
         if not any(message in line for line in format_report(taso.report)):
             print(f"  warning: {message}")
     if result["changed"] and not settings.get("verify_speed"):
-        print("  note: the rewrites are kept on the cost model's prediction, not measured; --verify-speed "
-              "times them on the target (compile does by default)")
+        print("  note: the rewrites are kept on the cost model's prediction, not measured "
+              "(--verify-speed times them on the target)")
     written = result["written"]
     if "report" in written:
         print(f"wrote    report {written['report']}")

@@ -9,10 +9,12 @@ import pytest
 from taso_relay.commands import common
 
 
-@pytest.mark.parametrize("argv, expected", [([], False), (["--verify-speed"], True),
-                                            (["--cost", "tuned"], True), (["--cost", "measured"], False)])
+@pytest.mark.parametrize("argv, expected", [([], True), (["--verify-speed"], True), (["--no-verify-speed"], False),
+                                            (["--cost", "tuned"], True), (["--cost", "measured"], True),
+                                            (["--cost", "measured", "--no-verify-speed"], False)])
 def test_flag_sets_the_pass_option(argv, expected, tmp_path, monkeypatch):
-    """Without the flag the pass decides: on with the tuned cost model only."""
+    """Without the flag the pass decides: on for the default lowering on this machine's CPU, and
+    with the tuned cost model; --no-verify-speed turns it off."""
     monkeypatch.setenv("TASO_RELAY_CACHE_DIR", str(tmp_path))  # the tuned model makes its database folder
     p = argparse.ArgumentParser()
     common.add_taso_arguments(p)
@@ -133,3 +135,6 @@ def test_compile_measures_only_what_runs_here():
     assert runs_here(tvm.target.Target({"kind": "llvm"}))
     assert not runs_here(tvm.target.Target({"kind": "llvm", "mtriple": other}))
     assert runs_here(tvm.target.Target({"kind": "cuda"})) == tvm.cuda().exist
+    from taso_relay.passes import TASOPass  # the pass's own default follows the same rule
+    assert TASOPass().verifies_speed and TASOPass(target={"kind": "llvm"}).verifies_speed
+    assert not TASOPass(target=tvm.target.Target({"kind": "llvm", "mtriple": other})).verifies_speed

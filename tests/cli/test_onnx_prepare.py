@@ -92,7 +92,7 @@ def test_a_dynamic_transformers_export_imports_once_its_shapes_are_pinned():
 
     from taso_relay.passes import TASOPass
 
-    taso = TASOPass(time_limit=2)
+    taso = TASOPass(verify_speed=False, time_limit=2)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # its embedding's shape bindings do not leave it unchanged
         out = taso(prepared.mod)
