@@ -11,6 +11,7 @@ if it measures faster on the target.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import time
 import warnings
@@ -30,6 +31,8 @@ from .subst import default_rules, load_rules
 from .subst.incremental import RuleIndex
 
 COST_MODELS = ("analytic", "measured", "tuned")
+
+logger = logging.getLogger("taso_relay.passes")
 
 SKIPPED_ATTRS = ("Primitive", "Composite", "Codegen")  # fused or offloaded kernels: not ours to rewrite
 
@@ -51,7 +54,8 @@ class FunctionReport:
     opaque: int = 0
     opaque_ops: dict = field(default_factory=dict)  # what the opaque nodes call, with counts
     seconds: float = 0.0
-    warnings: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)  # something to look into: a numeric refusal, an error
+    notes: list = field(default_factory=list)  # decisions that are the pass working: a rewrite not measured faster
     folded: bool = False  # the graph was read after FoldConstant (the function binds shape values)
     search: object = None  # search.SearchReport: rewrites applied, cost before/after, search time
     graph_before: object = None
@@ -94,7 +98,8 @@ class FunctionReport:
             line += f"\n  numeric check: {self.check}"
         for check in self.speed_tried or ([self.speed] if self.speed is not None else []):
             line += f"\n  {check.to_text()}"
-        return line + "".join(f"\n  warning: {w}" for w in self.warnings)
+        return (line + "".join(f"\n  note: {n}" for n in self.notes)
+                + "".join(f"\n  warning: {w}" for w in self.warnings))
 
 
 class TASOOptimizer:
@@ -220,6 +225,8 @@ class TASOOptimizer:
         report.seconds = time.perf_counter() - start
         for message in report.warnings:
             warnings.warn(message, stacklevel=2)
+        for message in report.notes:
+            logger.info(message)
         return result
 
     def _transform(self, func, mod, report: FunctionReport):
@@ -253,9 +260,10 @@ class TASOOptimizer:
                 if label == "first phase":
                     later = sorted({a.rule_id for a in report.search.applied[report.search.first_phase:]})
                     report.search.keep_first_phase()
-                    report.warnings.append(f"taso_relay: the search's result for '{report.name}' "
-                                           f"{report.refused[0][2]} (rules: {', '.join(later)}); kept the first "
-                                           f"phase's {len(report.search.applied)} rewrites")
+                    told = report.warnings if report.refused[0][1] == "numeric" else report.notes
+                    told.append(f"taso_relay: the search's result for '{report.name}' {report.refused[0][2]} "
+                                f"(rules: {', '.join(later)}); kept the first phase's {len(report.search.applied)} "
+                                "rewrites")
                 report.status, report.kept, report.graph_after = "optimized", label, candidate
                 report.ops_after = candidate.op_counts()
                 return rewritten
@@ -306,7 +314,9 @@ class TASOOptimizer:
         report.status, report.rejected_by, report.graph_after = "rejected", by, report.graph_before
         applied = sorted({a.rule_id for a in report.search.applied}) if report.search else []
         rules = f" (rules: {', '.join(applied)})" if applied else ""
-        report.warnings.append(f"taso_relay: optimized '{report.name}' {why}{rules}; kept the original")
+        # a wrong result is a fault to report; a rewrite that does not pay is the speed check doing its job
+        told = report.warnings if by == "numeric" else report.notes
+        told.append(f"taso_relay: optimized '{report.name}' {why}{rules}; kept the original")
         return func
 
     # ---- checks -------------------------------------------------------------------
