@@ -10,7 +10,9 @@ prints the cost before and after (the analytic model of `--lowering`), when the
 returned graph was first reached, how many graphs were expanded and why the
 search stopped. Costs are predictions, not timings, so a busy machine only
 changes how far a search gets in its time, which the output shows.
-`--json FILE` also writes the rows.
+`--patience 0` lets a search run to its limit or budget even when it has found
+nothing cheaper for a while (the reference a default `patience` is checked
+against). `--json FILE` also writes the rows.
 """
 from __future__ import annotations
 
@@ -28,6 +30,8 @@ def main(argv=None) -> None:
     p.add_argument("--quick", action="store_true", help="the models' quick variants")
     p.add_argument("--limits", nargs="+", type=float, default=[8.0, 40.0], metavar="S")
     p.add_argument("--budget", type=int, default=None, help="expansions (default: the search's own)")
+    p.add_argument("--patience", type=int, default=None,
+                   help="expansions without a cheaper graph before it stops (default: the search's own; 0: never)")
     p.add_argument("--lowering", choices=("default", "tuning"), default="default")
     p.add_argument("--json", default=None, metavar="FILE")
     args = p.parse_args(argv)
@@ -37,9 +41,10 @@ def main(argv=None) -> None:
     from taso_relay.bridge.from_relax import graph_from_function
     from taso_relay.cost import AnalyticCost
     from taso_relay.passes import resolve_rules
-    from taso_relay.search import DEFAULT_BUDGET, optimize
+    from taso_relay.search import DEFAULT_BUDGET, DEFAULT_PATIENCE, optimize
 
     rules = resolve_rules(None)
+    patience = DEFAULT_PATIENCE if args.patience is None else args.patience
     rows = []
     for name in args.models or available_models():
         imported = import_onnx(build_model(name, quick=args.quick))
@@ -49,10 +54,10 @@ def main(argv=None) -> None:
                 warnings.simplefilter("ignore")
                 start = time.perf_counter()
                 _, report = optimize(graph, rules, AnalyticCost(lowering=args.lowering), time_limit=limit,
-                                     budget=args.budget or DEFAULT_BUDGET,
+                                     budget=args.budget or DEFAULT_BUDGET, patience=patience,
                                      saturate_merges=args.lowering == "tuning")
             row = {"model": name + (" (quick)" if args.quick else ""), "lowering": args.lowering,
-                   "time_limit_s": limit, "seconds": round(time.perf_counter() - start, 2),
+                   "time_limit_s": limit, "patience": patience, "seconds": round(time.perf_counter() - start, 2),
                    "cost_before": report.cost_before, "cost_after": report.cost_after,
                    "improvement": round(report.improvement, 4), "rewrites": len(report.applied),
                    "best_found_after_s": round(report.best_found_after, 2), "expansions": report.expansions,
@@ -61,8 +66,8 @@ def main(argv=None) -> None:
             print(json.dumps(row), flush=True)
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"command": "python -m bench.search_convergence " + " ".join(sys.argv[1:] if argv is None else argv), "rows": rows},
-                      fh, indent=1)
+            command = "python -m bench.search_convergence " + " ".join(sys.argv[1:] if argv is None else argv)
+            json.dump({"command": command, "rows": rows}, fh, indent=1)
 
 
 if __name__ == "__main__":

@@ -86,6 +86,28 @@ def test_taso_pipeline_compiles(unmodelled, run_module, rng):
         np.testing.assert_allclose(g.numpy(), w, rtol=1e-5, atol=1e-6)
 
 
+def test_taso_pipeline_times_a_rewrite_inside_tvm_compile(resnet, run_module, rng, monkeypatch):
+    """The "taso" pipeline's pass checks speed by default (the default lowering, a target that runs
+    here): two builds nested in the user's tvm.compile, whose verdict decides what is built."""
+    checks = []
+    real = TASOOptimizer._speed_check
+
+    def spy(self, *args, **kwargs):
+        self.speed_budget = 0.2  # seconds of timing: the verdict is not what is tested
+        checks.append(real(self, *args, **kwargs))
+        return checks[-1]
+
+    monkeypatch.setattr(TASOOptimizer, "optimize_graph", lambda self, g, report=None: swap_add(g))
+    monkeypatch.setattr(TASOOptimizer, "_speed_check", spy)
+    ex = tvm.compile(resnet, TARGET, relax_pipeline=taso_pipeline())
+    assert [c.candidate for c in checks] == ["search"] and checks[0].measured
+    assert checks[0].before_s > 0 and checks[0].after_s > 0 and checks[0].same_outputs is True
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    inputs = random_inputs(resnet["main"].params, rng)
+    got = vm["main"](*[tvm.runtime.tensor(x) for x in inputs])
+    np.testing.assert_allclose(got.numpy(), run_module(resnet, inputs)[0], rtol=1e-4, atol=1e-5)
+
+
 def test_taso_pipeline_with_a_tuned_model_builds_from_its_database(resnet, run_module, rng, monkeypatch, tmp_path):
     """The judge priced MetaSchedule's kernels: the pipeline tunes what is left into its database and
     builds the model from it, not with the default lowering (whose kernels would run unscheduled)."""

@@ -20,7 +20,7 @@ class SearchReport:
     seconds: float
     graphs_explored: int  # distinct graphs built and costed
     expansions: int  # graphs whose rewrites were enumerated
-    stopped_by: str  # "exhausted" (queue empty), "budget" or "time"
+    stopped_by: str  # "exhausted" (queue empty), "budget", "patience" (no cheaper graph lately) or "time"
     candidates: int = 0  # rewrites that passed the cost threshold and were queued
     rejected: int = 0  # queued rewrites refused when applied (cycles)
     duplicates: int = 0  # queued rewrites that led to a graph already seen

@@ -124,6 +124,19 @@ def test_duplicates_are_found_by_hash():
         assert best is g  # all cost the same under a per-op cost
 
 
+def test_the_search_stops_when_it_has_found_nothing_cheaper_for_a_while():
+    """patience: expansions in a row without a cheaper graph. Equal-cost rearrangements can keep a
+    search busy to its time limit; the best graph is still the one found before it gave up."""
+    g = inception_like(blocks=8)
+    best_full, full = optimize(g, RULES, OpCost(), patience=None, budget=400)
+    assert full.stopped_by in ("budget", "exhausted")
+    best, report = optimize(g, RULES, OpCost(), patience=5, budget=400)
+    assert report.stopped_by == "patience" and report.expansions < full.expansions
+    assert report.cost_after == full.cost_after and report.settings["patience"] == 5
+    with pytest.raises(ValueError, match="patience"):
+        optimize(g, RULES, OpCost(), patience=-1)
+
+
 def test_the_budget_and_the_time_limit_are_honoured():
     g = inception_like(blocks=8)
     _, report = optimize(g, RULES, OpCost(), budget=3)
@@ -132,7 +145,7 @@ def test_the_budget_and_the_time_limit_are_honoured():
     assert report.stopped_by == "time" and best is g
     big = inception_like(blocks=30)
     start = time.perf_counter()
-    _, report = optimize(big, RULES, OpCost(), time_limit=0.5, budget=10**6)
+    _, report = optimize(big, RULES, OpCost(), time_limit=0.5, budget=10**6, patience=None)
     assert report.stopped_by == "time"
     assert report.seconds < 0.5 + 0.5  # the last step and the final costing run past the limit
     assert time.perf_counter() - start < 0.5 + 1.5
