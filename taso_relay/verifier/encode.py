@@ -22,6 +22,7 @@ from typing import Any, Mapping
 import z3
 
 from ..graph import get_op
+from ..graph.ops.linear import DATA_TO_NCHW, KERNEL_TO_OIHW
 from ..graph.ops.registry import REQUIRED
 from ..subst import expr as X
 from ..subst.rule import Rule, split_ref
@@ -278,6 +279,9 @@ def var_domain(value, sample) -> list:
 
 
 # ---- operators -----------------------------------------------------------
+IDENTITY4 = (0, 1, 2, 3)
+
+
 @dataclass
 class Built:
     outputs: list
@@ -313,10 +317,8 @@ def encode_op(op: str, attrs: Mapping[str, Any], args: list) -> Built:
     a = {**{k: v for k, v in defaults.items() if v is not REQUIRED}, **attrs}
     if op in V.UNARY or op in V.BINARY:
         b.outputs = [_apply(b, op, [], args)]
-    elif op == "conv2d" and a["data_layout"] == "NCHW" and a["kernel_layout"] == "OIHW":
-        ints = [*_tuple(a["strides"], 2, "strides"), *_tuple(a["padding"], 4, "padding"),
-                *_tuple(a["dilation"], 2, "dilation"), a["groups"], a["activation"]]
-        b.outputs = [_apply(b, "conv2d", ints, args)]
+    elif op == "conv2d" and a["data_layout"] in DATA_TO_NCHW and a["kernel_layout"] in KERNEL_TO_OIHW:
+        b.outputs = [_conv2d(b, a, args)]
     elif op == "matmul":
         b.outputs = [_apply(b, "matmul", [a["activation"]], args)]
     elif op == "concat":
@@ -381,6 +383,23 @@ def encode_op(op: str, attrs: Mapping[str, Any], args: list) -> Built:
     else:
         b.outputs = _opaque(b, op, attrs, args)
     return b
+
+
+def _conv2d(b: Built, a, args):
+    """The theory's conv2d is NCHW data with OIHW kernels; another layout is that conv between
+    transposes, which is how the graph form's reference computes it (graph/ops/linear.py)."""
+    x, w = args
+    data, kernel = DATA_TO_NCHW[a["data_layout"]], KERNEL_TO_OIHW[a["kernel_layout"]]
+    if data != IDENTITY4:
+        x = _apply(b, "transpose4", list(data), [x])
+    if kernel != IDENTITY4:
+        w = _apply(b, "transpose4", list(kernel), [w])
+    ints = [*_tuple(a["strides"], 2, "strides"), *_tuple(a["padding"], 4, "padding"),
+            *_tuple(a["dilation"], 2, "dilation"), a["groups"], a["activation"]]
+    out = _apply(b, "conv2d", ints, [x, w])
+    if data != IDENTITY4:
+        out = _apply(b, "transpose4", [data.index(i) for i in range(4)], [out])
+    return out
 
 
 def _batch_norm(b: Built, a, args):

@@ -1,0 +1,56 @@
+"""conv2d in another layout is the NCHW conv between transposes: the verifier proves a layout change
+and refuses one whose permutations do not undo each other."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from taso_relay.graph import GraphBuilder, evaluate
+from taso_relay.verifier.prover import PROVED, prove_rule
+from sample_rules import CONV, CONV_VARS, n, rule
+
+EXAMPLE = {"inputs": {"x": [1, 4, 5, 5], "w": [3, 4, 3, 3]}, "vars": {**CONV_VARS, "a": "relu"}}
+
+
+def to_nhwc(name, data_perm=(0, 2, 3, 1), kernel_layout="HWIO", kernel_perm=(2, 3, 1, 0), back=(0, 3, 1, 2)):
+    """conv2d(x, w) NCHW/OIHW => transpose(conv2d NHWC(transpose(x), transpose(w))) back to NCHW."""
+    return rule(name, ["x", "w"],
+                [n("c", "conv2d", "x", "w", activation="?a", **CONV)],
+                [n("xt", "transpose", "x", perm=list(data_perm)), n("wt", "transpose", "w", perm=list(kernel_perm)),
+                 n("c", "conv2d", "xt", "wt", activation="?a", data_layout="NHWC", kernel_layout=kernel_layout, **CONV),
+                 n("y", "transpose", "c", perm=list(back))],
+                [["c", "y"]], EXAMPLE, kinds={"w": "weight"})
+
+
+@pytest.mark.parametrize("kernel_layout, kernel_perm", [("HWIO", (2, 3, 1, 0)), ("OHWI", (0, 2, 3, 1))])
+def test_a_conv_moved_to_nhwc_between_transposes_is_proved(kernel_layout, kernel_perm):
+    verdict = prove_rule(to_nhwc(f"nhwc-{kernel_layout}", kernel_layout=kernel_layout, kernel_perm=kernel_perm),
+                         timeout=20)
+    assert verdict.status == PROVED, verdict.reason
+
+
+@pytest.mark.parametrize("wrong", [
+    {"back": (0, 2, 3, 1)},  # the output's transpose repeats the input's instead of undoing it
+    {"kernel_perm": (3, 2, 0, 1)},  # the kernel permuted the wrong way round for HWIO
+    {"kernel_layout": "OHWI"},  # HWIO's permutation with the kernel read as OHWI
+])
+def test_a_layout_change_whose_permutations_do_not_undo_each_other_is_not_proved(wrong):
+    verdict = prove_rule(to_nhwc("wrong-nhwc", **wrong), timeout=20)
+    assert verdict.status != PROVED
+
+
+def test_the_nhwc_reference_is_the_nchw_conv_between_transposes():
+    """The encoding's premise, on numbers: graph/ops/linear.py computes NHWC/HWIO convs so."""
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((1, 4, 7, 7)).astype("float32"), rng.standard_normal((6, 4, 3, 3)).astype("float32")
+    outs = []
+    for layout in ("NCHW", "NHWC"):
+        b = GraphBuilder()
+        if layout == "NCHW":
+            y = b.op("conv2d", b.input("x", x.shape), b.weight("w", w.shape, value=w), padding=(1, 1, 1, 1))
+            outs.append(evaluate(b.build([y]), {"x": x})[0])
+        else:
+            y = b.op("conv2d", b.input("x", (1, 7, 7, 4)), b.weight("w", (3, 3, 4, 6), value=w.transpose(2, 3, 1, 0)),
+                     padding=(1, 1, 1, 1), data_layout="NHWC", kernel_layout="HWIO")
+            outs.append(evaluate(b.build([y]), {"x": x.transpose(0, 2, 3, 1)})[0].transpose(0, 3, 1, 2))
+    np.testing.assert_allclose(outs[1], outs[0], rtol=1e-5, atol=1e-5)
