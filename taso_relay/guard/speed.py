@@ -122,10 +122,14 @@ def measure(original, rewritten, func: str, target, *, lowering: str = "default"
     from ..bridge.execute import device_of, flatten, random_inputs
     from ..cost.lowering import as_target
 
+    from ..cost.progress import progress
+
     target = as_target(target)
     check = SpeedCheck(lowering=lowering, threads=runtime_threads(), target_cores=_cores(target))
     start = time.perf_counter()
-    executables = [_compile(m, target, database, lowering, compiled) for m in (original, rewritten)]
+    # seconds to minutes inside a pass that otherwise says nothing: a bar on a terminal says what runs
+    executables = [_compile(m, target, database, lowering, compiled)
+                   for m in progress((original, rewritten), total=2, desc="speed check: compiling", unit="model")]
     check.compile_s = time.perf_counter() - start
     device = device_of(target)
     params = original[func].params
@@ -145,7 +149,7 @@ def measure(original, rewritten, func: str, target, *, lowering: str = "default"
     rounds = int(budget_s / max(2 * number * one, 1e-9))
     rounds = max(min_rounds, min(max_rounds, rounds))
     times: list[list[float]] = [[], []]
-    for r in range(rounds):
+    for r in progress(range(rounds), total=rounds, desc="speed check: timing before and after", unit="round"):
         for k in ((0, 1) if r % 2 == 0 else (1, 0)):
             times[k].append(timers[k].round(number))
     check.measure_s = time.perf_counter() - start
