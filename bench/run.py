@@ -53,8 +53,9 @@ def parse_args(argv=None):
     p.add_argument("--taso-time-limit", type=float, default=None, help="TASOPass time_limit (s)")
     p.add_argument("--taso-cost", default=None, help="TASOPass cost model (default: its own)")
     p.add_argument("--taso-rules", default=None, help="TASOPass rules file")
-    p.add_argument("--taso-verify-speed", action="store_true",
-                   help="TASOPass(verify_speed=True): rewrites kept only if measured faster end to end")
+    p.add_argument("--taso-verify-speed", action=argparse.BooleanOptionalAction, default=None,
+                   help="TASOPass(verify_speed=...): rewrites kept only if measured faster end to end "
+                        "(default: the pass's own, on for the default lowering and --taso-cost tuned)")
     p.add_argument("--results-dir", default=str(DEFAULT_RESULTS))
     p.add_argument("--work-dir", default=str(DEFAULT_WORK), help="MetaSchedule work dirs")
     p.add_argument("--date", default=None, help="date in the file name (default: today, UTC)")
@@ -239,7 +240,7 @@ def main(argv=None) -> int:
     names = args.models or (list(models.QUICK_MODELS) if args.quick
                             else models.available_models())
     options = configs.Options(
-        cost=args.taso_cost, rules=args.taso_rules, verify_speed=args.taso_verify_speed or None,
+        cost=args.taso_cost, rules=args.taso_rules, verify_speed=args.taso_verify_speed,
         time_limit=args.taso_time_limit,
         lowering="tuning" if args.tune_trials or args.trials_per_task else "default")
     if args.tune_trials and args.trials_per_task:

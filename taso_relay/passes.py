@@ -26,7 +26,7 @@ from .bridge.from_relax import Imported, function_name, graph_from_function
 from .bridge.to_relax import function_from_graph, module_from_graph
 from .graph import Graph, NotModelled, evaluate, random_feeds
 from .guard import check_region
-from .search import CONTEST_GAIN, DEFAULT_TIME_LIMIT, optimize  # 8 s: the search stays under the 10 s target
+from .search import CONTEST_GAIN, DEFAULT_PATIENCE, DEFAULT_TIME_LIMIT, optimize  # 8 s: under the 10 s target
 from .subst import default_rules, load_rules
 from .subst.incremental import RuleIndex
 
@@ -106,7 +106,8 @@ class TASOOptimizer:
     """The body of TASOPass (wrapped below as a Relax function pass).
 
     target: where costs are measured (default: the target in scope, else llvm).
-    cost, rules, time_limit: for the search (`optimize_graph`). With cost="tuned" (or a TunedCost) the
+    cost, rules, time_limit, patience: for the search (`optimize_graph`; patience: expansions in a row
+      without a cheaper graph after which it stops, None never). With cost="tuned" (or a TunedCost) the
       analytic model of the tuning lowering searches, and the tuned model (each new kernel tuned with
       MetaSchedule into its database, then timed) decides which merges to keep and which graph to
       return; build the result with that database (`TunedCost.compile_tuned`). Its tuning time is
@@ -128,7 +129,7 @@ class TASOOptimizer:
 
     def __init__(self, target=None, cost=None, time_limit: float = DEFAULT_TIME_LIMIT, rules=None, check: bool = True,
                  seed: int = 0, min_gain: float = 0.01, verify_speed: bool | None = None, speed_budget: float = 10.0,
-                 lowering: str | None = None):
+                 lowering: str | None = None, patience: int | None = DEFAULT_PATIENCE):
         from .cost.lowering import check_lowering
 
         self.target = target
@@ -139,6 +140,7 @@ class TASOOptimizer:
                              f"{fixed!r} lowering forms them")
         self.cost = cost
         self.time_limit = time_limit
+        self.patience = patience
         self.rules = rules
         self.check = check
         self.seed = seed
@@ -169,7 +171,7 @@ class TASOOptimizer:
                 model.set_module(self._module)
         best, search_report = optimize(graph, rules, cost, time_limit=self.time_limit,
                                        saturate_merges=getattr(cost, "lowering", self.lowering) == "tuning",
-                                       judge=judge, judge_margin=self.min_gain)
+                                       judge=judge, judge_margin=self.min_gain, patience=self.patience)
         if report is not None:
             report.search = search_report
         if search_report.cost_after > search_report.cost_before * (1.0 - self.min_gain):
@@ -184,18 +186,25 @@ class TASOOptimizer:
         judged 2.2% cheaper, measured 8% slower), and any model pricing TVM's default lowering for a
         target this machine runs: there the analytic model's predicted gains often do not materialise
         (ShuffleNetV2's search result measured 0.97x). The check costs something only when the search
-        changed the graph: a build of the original and of each candidate tried, and up to speed_budget
-        seconds of timing each. Kernels to be tuned later (lowering="tuning" with an untuned model) cannot
-        be timed as they will run, and are not."""
+        changed the graph: a build of the original and of each candidate tried, and speed_budget seconds
+        of timing each (at least three runs of each, however long a run takes). Kernels to be tuned
+        later (lowering="tuning" with an untuned model) cannot be timed as they will run, and are not."""
         if self.verify_speed is not None:
             return bool(self.verify_speed)
         model = self.cost_model()
-        if callable(getattr(model, "tune_modules", None)):  # the tuned model, or one like it
-            return True
-        if _lowering_of(model, self.lowering)[0] != "default":
+        runner = getattr(model, "runner", None)
+        if runner is not None and getattr(runner, "device_key", "local") != "local":
+            return False  # priced on another machine (RPC): timing here would judge the wrong device
+        tuned = callable(getattr(model, "tune_modules", None))  # the tuned model, or one like it
+        if not tuned and _lowering_of(model, self.lowering)[0] != "default":
             return False
-        target = tvm.target.Target(self.target) if self.target is not None else execute.default_target()
-        return execute.runs_here(target)
+        return execute.runs_here(self._speed_target())
+
+    def _speed_target(self):
+        """Where the speed check builds and times: the pass's target, else its cost model's, else the
+        target in scope (the host CPU outside one)."""
+        target = self.target if self.target is not None else getattr(self.cost_model(), "target", None)
+        return tvm.target.Target(target) if target is not None else execute.default_target()
 
     def cost_model(self):
         """The cost model in use, resolved once per pass object (the speed check needs its lowering)."""
@@ -314,8 +323,12 @@ class TASOOptimizer:
         report.status, report.rejected_by, report.graph_after = "rejected", by, report.graph_before
         applied = sorted({a.rule_id for a in report.search.applied}) if report.search else []
         rules = f" (rules: {', '.join(applied)})" if applied else ""
-        # a wrong result is a fault to report; a rewrite that does not pay is the speed check doing its job
-        told = report.warnings if by == "numeric" else report.notes
+        # a wrong result is a fault to report, whichever candidate it was; a rewrite that does not pay
+        # is the speed check doing its job
+        if len(report.refused) > 1:  # the search's result, then the first phase's: each its reason
+            why = " and ".join(f"{reason} ({label})" for label, _, reason in report.refused)
+        numeric = by == "numeric" or any(r[1] == "numeric" for r in report.refused)
+        told = report.warnings if numeric else report.notes
         told.append(f"taso_relay: optimized '{report.name}' {why}{rules}; kept the original")
         return func
 
@@ -392,7 +405,7 @@ class TASOOptimizer:
         tune = getattr(self.cost_model(), "tune_modules", None)
         if callable(tune):  # a kernel the judge did not meet alone (fused otherwise) must not run unscheduled
             database = tune([original, changed])
-        return measure(original, changed, name, self.target or execute.default_target(), lowering=lowering,
+        return measure(original, changed, name, self._speed_target(), lowering=lowering,
                        database=database, budget_s=self.speed_budget, seed=self.seed, close=_close,
                        compiled=self._compiled)
 

@@ -397,7 +397,7 @@ def test_verify_speed_end_to_end_measures_both_and_keeps_results(run_module, rng
     taso = TASOPass(rules=rules, cost=FixedCost({"conv2d": 10.0, "concat": 1.0, "split": 1.0}), time_limit=5,
                     verify_speed=True, speed_budget=0.2, target=TARGET)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # "not measured faster" when the timing says so
+        warnings.simplefilter("error")  # whatever the verdict: a note, not a warning
         out = taso(mod)
     report = taso.report["main"]
     speed = report.speed

@@ -112,6 +112,22 @@ def test_both_refused_keeps_the_original(resnet, monkeypatch):
     assert [r[0] for r in report.refused] == ["search", "first phase"] and report.rewrites == []
 
 
+def test_a_numeric_refusal_still_warns_when_the_fallback_is_then_refused_for_speed(resnet, monkeypatch):
+    """The search's result computes different results (a fault), the first phase's folds are not
+    measured faster (the check's job): the fault must not be hidden in a note."""
+    measure, calls = per_call_times(([10, 10, 10], [11, 11, 11]))
+    monkeypatch.setattr(TASOOptimizer, "optimize_graph", search_then(lambda g: replace_op(g, "relu", "sigmoid")))
+    monkeypatch.setattr(TASOOptimizer, "_measure_speed", measure)
+    taso = TASOPass(cost=COST, verify_speed=True)
+    with pytest.warns(UserWarning, match=r"computes different results \(search\) and is not measured faster "
+                                         r"\(first phase\).*kept the original"):
+        out = taso(resnet)
+    tvm.ir.assert_structural_equal(out, resnet)
+    report = taso.report["main"]
+    assert [r[:2] for r in report.refused] == [("search", "numeric"), ("first phase", "speed")]
+    assert report.status == "rejected" and len(calls) == 1 and report.notes == []
+
+
 def test_no_fallback_when_the_search_found_only_the_folds(resnet, monkeypatch):
     _, _, calls = run_timed(resnet, monkeypatch, (([10, 10, 10], [11, 11, 11]), ([10, 10, 10], [9, 9, 9])),
                             "kept the original", change=None, rules=_fold_rules())

@@ -40,7 +40,8 @@ def add_taso_arguments(p: argparse.ArgumentParser) -> None:
                         "timed on the target) or tuned (MetaSchedule, --max-trials-per-task per kernel, default 64; "
                         "compile then builds from that database); default: the pass's own choice")
     p.add_argument("--time-limit", type=float, default=None, metavar="S",
-                   help="seconds the search may take per function (default: the pass's own, 8)")
+                   help="seconds the search may take per function (default: the pass's own, 8); it also stops "
+                        "after 100 expansions in a row without a cheaper graph (TASOPass(patience=...))")
     p.add_argument("--rules", action="append", default=None, metavar="FILE",
                    help="rule file whose PROVED rules the search uses instead of the shipped ones (repeatable; "
                         "'shipped' names the shipped files, e.g. --rules shipped --rules mine.json); prove a "
@@ -48,8 +49,8 @@ def add_taso_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--verify-speed", action=argparse.BooleanOptionalAction, default=None,
                    help="time the original and the rewritten model on the target (compiled with the cost model's "
                         "lowering) and keep the rewrite only if it is measured faster; costs a build of each and "
-                        "up to 10 s of timing, only when the search changed the graph (default: on for TVM's "
-                        "default lowering and --cost tuned, on a target this machine runs)")
+                        "about 10 s of timing (at least 3 runs of each), only when the search changed the graph "
+                        "(default: on for TVM's default lowering and --cost tuned, on a target this machine runs)")
 
 
 # ---- targets -----------------------------------------------------------------------------------

@@ -48,6 +48,7 @@ def run_compile(args) -> int:
     import tvm
 
     from ..bridge.execute import stderr_silenced
+    from ..cost.lowering import compile_module
     from ..onnx_io.export import onnx_index_bounds
 
     out = common.output_path(args.output)
@@ -75,7 +76,9 @@ def run_compile(args) -> int:
         steps.step("compiling")
         # TVM's C++ notes while lowering ("Fast mode segfaults..." for every embedding take) only with --verbose
         with common.quiet_output(), (contextlib.nullcontext() if args.verbose else stderr_silenced()):
-            executable = tvm.compile(mod, target)
+            # tuned: already lowered with its schedules. Else the target's default pipeline, which fuses
+            # (TVM 0.27's plain tvm.compile does not, on CPU): what the cost model and speed check assume
+            executable = tvm.compile(mod, target) if tuning else compile_module(mod, target)
         steps.step(f"writing {out.name}")
         try:
             executable.export_library(str(out))

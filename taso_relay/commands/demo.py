@@ -28,6 +28,7 @@ def run_demo(args) -> int:
     from tvm.relax.frontend.onnx import from_onnx
 
     from ..bridge import execute
+    from ..cost.lowering import compile_module
     from ..passes import TASOPass
 
     if not args.model.is_file():
@@ -56,13 +57,14 @@ def run_demo(args) -> int:
     tensors = [tvm.runtime.tensor(x) for x in inputs]
     results, timers = {}, {}
     for label, module in (("before", mod), ("after", optimized)):
-        ex, compile_s = execute.timed(execute.compile_module, module, target)
+        ex, compile_s = execute.timed(compile_module, module, target)  # the target's pipeline, as the pass assumes
         vm = tvm.relax.VirtualMachine(ex, tvm.cpu())
         results[label] = execute.flatten(vm["main"](*tensors))  # also the warm-up run
         timers[label] = vm.time_evaluator("main", tvm.cpu(), number=1, repeat=1)
         print(f"{label:<7} compile {compile_s:.2f} s" + (" (the module the pass was given)" if unchanged
                                                           and label == "after" else ""))
-    runs = interleaved(timers, tensors, max(1, args.repeat))
+    args.repeat = max(1, args.repeat)
+    runs = interleaved(timers, tensors, args.repeat)
     before, after = (statistics.median(runs[k]) * 1e3 for k in ("before", "after"))
     print(f"run     before {before:.3f} ms, after {after:.3f} ms: x{before / after:.3f} "
           f"(medians of {args.repeat} interleaved runs" + ("; the same module twice, so this is the "

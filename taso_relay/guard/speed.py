@@ -121,7 +121,6 @@ def measure(original, rewritten, func: str, target, *, lowering: str = "default"
 
     from ..bridge.execute import device_of, flatten, random_inputs
     from ..cost.lowering import as_target
-
     from ..cost.progress import progress
 
     target = as_target(target)

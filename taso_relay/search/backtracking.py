@@ -152,8 +152,9 @@ class _Search:
             if self.expansions >= self.budget:
                 self.stopped_by = "budget"
                 break
-            if self.patience and self.expansions - self.improved_at >= self.patience:
-                self.stopped_by = "patience"
+            if self.patience and self.expansions - self.improved_at >= self.patience \
+                    and not (self.heap[0][0] < self.best.cost * (1 - REL_TOL)):
+                self.stopped_by = "patience"  # (a cheaper candidate already queued is still taken)
                 break
             if self.out_of_time():
                 break

@@ -123,9 +123,13 @@ def test_compile_with_a_tuned_judge_checks_speed_unless_told_not_to(argv, expect
     assert common.make_pass(args, None).verifies_speed is expected
 
 
-def test_compile_measures_only_what_runs_here():
-    """compile's default speed check needs to run the library: not for another architecture."""
+def test_compile_measures_only_what_runs_here(tmp_path, monkeypatch):
+    """compile's default speed check needs to run the library: not for another architecture, nor
+    for a cost model that prices another machine (its own target, or a remote runner)."""
     import platform
+    from types import SimpleNamespace
+
+    from taso_relay.cost import MeasuredCost
 
     import tvm
 
@@ -138,3 +142,8 @@ def test_compile_measures_only_what_runs_here():
     from taso_relay.passes import TASOPass  # the pass's own default follows the same rule
     assert TASOPass().verifies_speed and TASOPass(target={"kind": "llvm"}).verifies_speed
     assert not TASOPass(target=tvm.target.Target({"kind": "llvm", "mtriple": other})).verifies_speed
+    monkeypatch.setenv("TASO_RELAY_CACHE_DIR", str(tmp_path))
+    assert not TASOPass(cost=MeasuredCost({"kind": "llvm", "mtriple": other})).verifies_speed
+    assert TASOPass(cost=MeasuredCost({"kind": "llvm"})).verifies_speed
+    board = SimpleNamespace(device_key="rpc:board", close=lambda: None)
+    assert not TASOPass(cost=MeasuredCost({"kind": "llvm"}, runner=board)).verifies_speed
