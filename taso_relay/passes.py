@@ -327,8 +327,7 @@ class TASOOptimizer:
         # is the speed check doing its job
         if len(report.refused) > 1:  # the search's result, then the first phase's: each its reason
             why = " and ".join(f"{reason} ({label})" for label, _, reason in report.refused)
-        numeric = by == "numeric" or any(r[1] == "numeric" for r in report.refused)
-        told = report.warnings if numeric else report.notes
+        told = report.warnings if any(r[1] == "numeric" for r in report.refused) else report.notes
         told.append(f"taso_relay: optimized '{report.name}' {why}{rules}; kept the original")
         return func
 

@@ -29,6 +29,7 @@ def run_demo(args) -> int:
 
     from ..bridge import execute
     from ..cost.lowering import compile_module
+    from ..guard.speed import interleaved
     from ..passes import TASOPass
 
     if not args.model.is_file():
@@ -64,8 +65,8 @@ def run_demo(args) -> int:
         print(f"{label:<7} compile {compile_s:.2f} s" + (" (the module the pass was given)" if unchanged
                                                           and label == "after" else ""))
     args.repeat = max(1, args.repeat)
-    runs = interleaved(timers, tensors, args.repeat)
-    before, after = (statistics.median(runs[k]) * 1e3 for k in ("before", "after"))
+    runs = interleaved([lambda t=timers[k]: t(*tensors).mean for k in ("before", "after")], range(args.repeat))
+    before, after = (statistics.median(r) * 1e3 for r in runs)
     print(f"run     before {before:.3f} ms, after {after:.3f} ms: x{before / after:.3f} "
           f"(medians of {args.repeat} interleaved runs" + ("; the same module twice, so this is the "
                                                            "machine's noise)" if unchanged else ")"))
@@ -74,13 +75,3 @@ def run_demo(args) -> int:
     print(f"check   {len(results['after'])} outputs, max abs diff {diff:.3g}")
     return 0
 
-
-def interleaved(timers: dict, tensors, repeat: int) -> dict[str, list[float]]:
-    """Seconds per run of each timer, alternating which runs first: a shared machine's drift (another
-    tenant, a frequency change) then falls on both, and their ratio means something."""
-    runs = {k: [] for k in timers}
-    order = list(timers)
-    for r in range(repeat):
-        for k in (order if r % 2 == 0 else order[::-1]):
-            runs[k].append(timers[k](*tensors).mean)
-    return runs

@@ -147,15 +147,25 @@ def measure(original, rewritten, func: str, target, *, lowering: str = "default"
     number = max(1, min(1000, math.ceil(round_s / max(one, 1e-7))))
     rounds = int(budget_s / max(2 * number * one, 1e-9))
     rounds = max(min_rounds, min(max_rounds, rounds))
-    times: list[list[float]] = [[], []]
-    for r in progress(range(rounds), total=rounds, desc="speed check: timing before and after", unit="round"):
-        for k in ((0, 1) if r % 2 == 0 else (1, 0)):
-            times[k].append(timers[k].round(number))
+    times = interleaved([lambda t=t: t.round(number) for t in timers],
+                        progress(range(rounds), total=rounds, desc="speed check: timing before and after",
+                                 unit="round"))
     check.measure_s = time.perf_counter() - start
     check.number = number
     check.before_rounds, check.after_rounds = times
     check.before_s, check.after_s = statistics.median(times[0]), statistics.median(times[1])
     return check
+
+
+def interleaved(timers, rounds) -> list[list[float]]:
+    """One time per round from each timer (a callable), alternating which runs first: a shared
+    machine's drift (another tenant, a frequency change) then falls on all alike."""
+    times: list[list[float]] = [[] for _ in timers]
+    order = list(range(len(timers)))
+    for r in rounds:
+        for k in (order if r % 2 == 0 else order[::-1]):
+            times[k].append(timers[k]())
+    return times
 
 
 def runtime_threads() -> int | None:
