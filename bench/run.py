@@ -53,6 +53,8 @@ def parse_args(argv=None):
     p.add_argument("--taso-time-limit", type=float, default=None, help="TASOPass time_limit (s)")
     p.add_argument("--taso-cost", default=None, help="TASOPass cost model (default: its own)")
     p.add_argument("--taso-rules", default=None, help="TASOPass rules file")
+    p.add_argument("--taso-layout", choices=("nhwc",), default=None,
+                   help="TASOPass(layout=...): also offer the result with every conv in this layout")
     p.add_argument("--taso-verify-speed", action=argparse.BooleanOptionalAction, default=None,
                    help="TASOPass(verify_speed=...): rewrites kept only if measured faster end to end "
                         "(default: the pass's own, on for the default lowering and --taso-cost tuned)")
@@ -240,7 +242,7 @@ def main(argv=None) -> int:
     names = args.models or (list(models.QUICK_MODELS) if args.quick
                             else models.available_models())
     options = configs.Options(
-        cost=args.taso_cost, rules=args.taso_rules, verify_speed=args.taso_verify_speed,
+        cost=args.taso_cost, rules=args.taso_rules, verify_speed=args.taso_verify_speed, layout=args.taso_layout,
         time_limit=args.taso_time_limit,
         lowering="tuning" if args.tune_trials or args.trials_per_task else "default")
     if args.tune_trials and args.trials_per_task:
@@ -278,7 +280,7 @@ def main(argv=None) -> int:
         "configs": {c: configs.CONFIG_LABELS[c] for c in args.configs},
         "rule_passes": configs.RULE_PASS_NAMES,
         "taso_options": {"cost": options.cost, "time_limit": options.time_limit,
-                         "rules": options.rules, "verify_speed": options.verify_speed},
+                         "rules": options.rules, "verify_speed": options.verify_speed, "layout": options.layout},
         "machine": env.machine(kind),
         "versions": env.versions(),
         "models": [],

@@ -27,6 +27,7 @@ from .bridge.to_relax import function_from_graph, module_from_graph
 from .graph import Graph, NotModelled, evaluate, random_feeds
 from .guard import check_region
 from .search import CONTEST_GAIN, DEFAULT_PATIENCE, DEFAULT_TIME_LIMIT, optimize  # 8 s: under the 10 s target
+from .search.layout import LAYOUTS
 from .subst import default_rules, load_rules
 from .subst.incremental import RuleIndex
 
@@ -121,6 +122,9 @@ class TASOOptimizer:
       None (the default): with the tuned cost model, and under TVM's default lowering for a target that
       runs on this machine (see `verifies_speed`); False trusts the cost model.
     speed_budget: seconds of timing rounds per function for verify_speed (compilation not included).
+    layout: "nhwc" offers the search's result with every conv in NHWC and the transposes between
+      them cancelled (search/layout.py, proved rules), kept where the cost model (with cost="tuned",
+      the judge) prices it min_gain cheaper; None (the default) keeps the model's layouts.
     lowering: how the model will be built, for a cost model given by name: "default" (the target's
       default pipeline, when None) or "tuning" (MetaSchedule's static_shape_tuning pipeline, which fuses
       batch norms into convs itself); the kernels are priced as that pipeline forms them. A cost model
@@ -129,7 +133,7 @@ class TASOOptimizer:
 
     def __init__(self, target=None, cost=None, time_limit: float = DEFAULT_TIME_LIMIT, rules=None, check: bool = True,
                  seed: int = 0, min_gain: float = 0.01, verify_speed: bool | None = None, speed_budget: float = 10.0,
-                 lowering: str | None = None, patience: int | None = DEFAULT_PATIENCE):
+                 lowering: str | None = None, patience: int | None = DEFAULT_PATIENCE, layout: str | None = None):
         from .cost.lowering import check_lowering
 
         self.target = target
@@ -141,6 +145,9 @@ class TASOOptimizer:
         self.cost = cost
         self.time_limit = time_limit
         self.patience = patience
+        if layout is not None and layout not in LAYOUTS:
+            raise ValueError(f"unknown layout {layout!r}; known: {', '.join(LAYOUTS)}")
+        self.layout = layout
         self.rules = rules
         self.check = check
         self.seed = seed
@@ -171,7 +178,8 @@ class TASOOptimizer:
                 model.set_module(self._module)
         best, search_report = optimize(graph, rules, cost, time_limit=self.time_limit,
                                        saturate_merges=getattr(cost, "lowering", self.lowering) == "tuning",
-                                       judge=judge, judge_margin=self.min_gain, patience=self.patience)
+                                       judge=judge, judge_margin=self.min_gain, patience=self.patience,
+                                       layout=self.layout)
         if report is not None:
             report.search = search_report
         if search_report.cost_after > search_report.cost_before * (1.0 - self.min_gain):
@@ -542,7 +550,7 @@ TASOPass.__doc__ = """Graph superoptimization of every Relax function (a tvm.tra
 
 
 def taso_pipeline(target=None, cost=None, time_limit: float = DEFAULT_TIME_LIMIT, rules=None, check: bool = True,
-                  verify_speed: bool | None = None):
+                  verify_speed: bool | None = None, layout: str | None = None):
     """TASOPass, then the build its cost model priced: `tvm.compile(mod, target, relax_pipeline="taso")`.
 
     TVM's default Relax pipeline follows, except with a cost model that tunes (cost="tuned"): the
@@ -555,7 +563,7 @@ def taso_pipeline(target=None, cost=None, time_limit: float = DEFAULT_TIME_LIMIT
     def _pipeline(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
         where = target or tvm.target.Target.current(allow_none=True)  # tvm.compile's target: costs measured there
         taso = TASOPass(target=where, cost=cost, time_limit=time_limit, rules=rules, check=check,
-                        verify_speed=verify_speed)
+                        verify_speed=verify_speed, layout=layout)
         mod = taso(mod)
         model = taso.cost_model()
         if callable(getattr(model, "tune_modules", None)):

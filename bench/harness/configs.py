@@ -45,6 +45,7 @@ class Options:
     time_limit: float | None = None  # None: TASOPass's own default (8 s, under the 10 s search target)
     rules: str | None = None
     verify_speed: bool | None = None  # TASOPass keeps a rewrite only if it measures faster end to end (None: its default)
+    layout: str | None = None  # TASOPass(layout=...): also offer every conv in this layout
     lowering: str = "default"  # how the kernels will be built ("tuning" when the bench tunes): TASOPass prices that
     extra: dict = field(default_factory=dict)
 
@@ -208,6 +209,8 @@ def make_taso_pass(target, options: Options):
         kwargs["cost"] = options.cost
     if options.rules is not None:
         kwargs["rules"] = options.rules
+    if options.layout is not None:
+        kwargs["layout"] = options.layout
     return TASOPass(**kwargs)
 
 

@@ -26,7 +26,7 @@ def optimize(graph: Graph, rules: Iterable[Rule | Matcher] | RuleIndex, cost: Su
              time_limit: float = DEFAULT_TIME_LIMIT, incremental: bool = True,
              batch: bool = True, saturate_merges: bool = False,
              judge: SupportsGraphCost | CostFn | None = None,
-             judge_margin: float = JUDGE_MARGIN) -> tuple[Graph, SearchReport]:
+             judge_margin: float = JUDGE_MARGIN, layout: str | None = None) -> tuple[Graph, SearchReport]:
     """Search for a cheaper equivalent of `graph` with `rules`, priced by `cost`.
 
     rules: Rule objects, compiled Matchers, or a RuleIndex (build it once to search many graphs);
@@ -37,11 +37,12 @@ def optimize(graph: Graph, rules: Iterable[Rule | Matcher] | RuleIndex, cost: Su
     batch: also try all improving, mutually distant rewrites of a graph at once;
     saturate_merges: apply each merge rule to its fixpoint first, kept where it lowers the cost;
     judge: a dearer model `cost` stands in for: it decides the saturation and the result (backtracking_search);
-    judge_margin: how much cheaper it must price a graph with more rewrites to prefer it.
+    judge_margin: how much cheaper it must price a graph with more rewrites to prefer it;
+    layout: last, offer the result with every conv in this layout ("nhwc"), priced whole.
     """
     return backtracking_search(graph, rules, cost, alpha=alpha, budget=budget, patience=patience, time_limit=time_limit,
                                incremental=incremental, batch=batch, saturate_merges=saturate_merges,
-                               judge=judge, judge_margin=judge_margin)
+                               judge=judge, judge_margin=judge_margin, layout=layout)
 
 
 __all__ = ["AppliedRewrite", "CONTEST_GAIN", "CostFn", "DEFAULT_ALPHA", "DEFAULT_BUDGET", "DEFAULT_PATIENCE",

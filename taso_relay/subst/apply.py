@@ -96,7 +96,8 @@ def apply_many(graph: Graph, matches, *, check: bool = True) -> Rewrite:
         redirect.update(zip(match.source_outputs, outs))
         target_ops.extend(tuple(tref(r) for r in t.inputs) for t in target.nodes)
         target_nodes.extend(target.nodes)
-        groups.append((match, _live_targets(n, target_ops, outs)))
+        needed = [t for src, t in zip(match.source_outputs, outs) if _read_outside(graph, users, match, src)]
+        groups.append((match, _live_targets(n, target_ops, needed)))
     dead = _dead_after(graph, users, matches, target_ops)
 
     operands: dict[int, tuple[Ref, ...]] = {}  # nodes whose operands change
@@ -202,6 +203,15 @@ def _check_nothing_lost(graph: Graph, users, matches, dead, operands, outputs) -
                 who = "a graph output" if gid < 0 else f"{nodes[gid].op} %{gid}" if gid < len(nodes) else "a target"
                 raise RewriteRejected(f"{nodes[r.node].op} %{r.node} of the match is still used by {who} "
                                       f"after the rewrite (its rule does not map it)")
+
+
+def _read_outside(graph: Graph, users, match: Match, src: Ref) -> bool:
+    """Whether a value the match replaces is read by a node outside it or is a graph output: a rule may
+    map a value that only its own nodes read (a transpose other consumers may share), and then the
+    target's node for it would be dead."""
+    inside = match.nodes
+    return src in graph.outputs or any(
+        user not in inside and graph.nodes[user].inputs[pos] == src for user, pos in users[src.node])
 
 
 def _live_targets(n: int, target_ops, outputs) -> list[int]:

@@ -213,9 +213,11 @@ def validate(rule: Rule) -> None:
                 if split_ref(r)[0] not in seen:
                     raise bad(f"{which} node '{node.id}' uses '{r}' before it is defined")
             seen.add(node.id)
+        # A target output may be an input (transpose(transpose(x)) => x); a source output may not:
+        # the rewrite replaces the values the source computes.
         for r in rule.side_outputs(which):
-            if split_ref(r)[0] not in seen - names:
-                raise bad(f"{which} output '{r}' is not a {which} node")
+            if split_ref(r)[0] not in (seen - names if which == "source" else seen):
+                raise bad(f"{which} output '{r}' is not a {which} node" + (" or input" if which == "target" else ""))
     if not rule.outputs:
         raise bad("no outputs")
     source_vars = set()

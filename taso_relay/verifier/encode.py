@@ -355,12 +355,12 @@ def encode_op(op: str, attrs: Mapping[str, Any], args: list) -> Built:
         b.outputs = [_apply(b, f"transpose{len(perm)}", list(perm), args)]
     elif op == "enlarge":
         b.outputs = [_apply(b, "enlarge", list(_tuple(a["kernel"], 2, "kernel")), args)]
-    elif op in ("max_pool2d", "avg_pool2d") and a["layout"] == "NCHW":
+    elif op in ("max_pool2d", "avg_pool2d") and a["layout"] in DATA_TO_NCHW:
         ints = [*_tuple(a["kernel"], 2, "kernel"), *_tuple(a["strides"], 2, "strides"),
                 *_tuple(a["padding"], 4, "padding"), *_tuple(a["dilation"], 2, "dilation"), a["ceil_mode"]]
         if op == "avg_pool2d":
             ints.append(a["count_include_pad"])
-        b.outputs = [_apply(b, op, ints, args)]
+        b.outputs = [_in_nchw(b, a["layout"], lambda x: _apply(b, op, ints, [x]), args[0])]
     elif op == "constant":
         kind, shape = a["kind"], a["shape"]
         if isinstance(shape, ShapeVal) and kind in ("identity_conv", "avg_kernel"):
@@ -385,21 +385,25 @@ def encode_op(op: str, attrs: Mapping[str, Any], args: list) -> Built:
     return b
 
 
+def _in_nchw(b: Built, layout: str, compute, x):
+    """compute (an NCHW operator of the theory) applied to x of `layout`: between transposes,
+    which is how the graph form's reference computes other layouts (graph/ops/linear.py, pool.py)."""
+    data = DATA_TO_NCHW[layout]
+    if data == IDENTITY4:
+        return compute(x)
+    out = compute(_apply(b, "transpose4", list(data), [x]))
+    return _apply(b, "transpose4", [data.index(i) for i in range(4)], [out])
+
+
 def _conv2d(b: Built, a, args):
-    """The theory's conv2d is NCHW data with OIHW kernels; another layout is that conv between
-    transposes, which is how the graph form's reference computes it (graph/ops/linear.py)."""
+    """The theory's conv2d is NCHW data with OIHW kernels; other layouts go through transposes."""
     x, w = args
-    data, kernel = DATA_TO_NCHW[a["data_layout"]], KERNEL_TO_OIHW[a["kernel_layout"]]
-    if data != IDENTITY4:
-        x = _apply(b, "transpose4", list(data), [x])
+    kernel = KERNEL_TO_OIHW[a["kernel_layout"]]
     if kernel != IDENTITY4:
         w = _apply(b, "transpose4", list(kernel), [w])
     ints = [*_tuple(a["strides"], 2, "strides"), *_tuple(a["padding"], 4, "padding"),
             *_tuple(a["dilation"], 2, "dilation"), a["groups"], a["activation"]]
-    out = _apply(b, "conv2d", ints, [x, w])
-    if data != IDENTITY4:
-        out = _apply(b, "transpose4", [data.index(i) for i in range(4)], [out])
-    return out
+    return _in_nchw(b, a["data_layout"], lambda xd: _apply(b, "conv2d", ints, [xd, w]), x)
 
 
 def _batch_norm(b: Built, a, args):

@@ -190,3 +190,30 @@ def test_the_cycle_check_predicts_the_applier():
             except RewriteRejected:
                 refused = True
             assert creates_cycle(g, m) == refused
+
+
+# ---- a target output that is an input; a mapped value only the match read --------------------------
+CANCEL = rule("cancel", ["y"],
+              [("a", "transpose", ["y"], {"perm": [0, 3, 1, 2]}), ("b", "transpose", ["a"], {"perm": [0, 2, 3, 1]})],
+              [("u", "transpose", ["y"], {"perm": [0, 3, 1, 2]})],
+              [["b", "y"], ["a", "u"]])
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_a_transpose_pair_cancels_to_its_input_and_a_mapped_value_lives_only_if_read(shared):
+    b = GraphBuilder()
+    y = b.input("y", (1, 5, 6, 3))
+    a = b.op("transpose", y, perm=(0, 3, 1, 2))
+    back = b.op("relu", b.op("transpose", a, perm=(0, 2, 3, 1)))
+    g = b.build([back, b.op("sigmoid", a)] if shared else [back])
+    (m,) = Matcher(CANCEL).find(g)
+    after = apply(g, m).graph
+    # the pair is gone; the first transpose stays only where something else reads it, with no dead copy
+    assert count(after, "transpose") == (1 if shared else 0)
+    assert after.nodes[after.nodes[after.outputs[0].node].inputs[0].node].op == "input"
+    assert_same_outputs(g, after)
+
+
+def test_a_source_output_may_not_be_an_input():
+    with pytest.raises(ValueError, match="source output 'y' is not a source node"):
+        rule("bad", ["y"], [("r", "relu", ["y"])], [("r", "relu", ["y"])], [["y", "r"]])

@@ -56,3 +56,49 @@ def test_the_nhwc_reference_is_the_nchw_conv_between_transposes():
                      padding=(1, 1, 1, 1), data_layout="NHWC", kernel_layout="HWIO")
             outs.append(evaluate(b.build([y]), {"x": x.transpose(0, 2, 3, 1)})[0].transpose(0, 3, 1, 2))
     np.testing.assert_allclose(outs[1], outs[0], rtol=1e-5, atol=1e-5)
+
+
+# ---- the shipped layout rules (rules/layout/nhwc.json, generator/layout_rules.py) -----------------
+def _layout_rule(rule_id, mutate=None):
+    import copy
+
+    from taso_relay.generator.layout_rules import nhwc_rules
+    from taso_relay.subst.rule_io import rule_from_dict
+
+    data = copy.deepcopy(next(r for r in nhwc_rules() if r["id"] == rule_id))
+    if mutate:
+        mutate(data)
+    return rule_from_dict(data)
+
+
+@pytest.mark.parametrize("rule_id", ["l-max_pool2d", "l-avg_pool2d", "l-concat3", "l-add-weight", "l-cancel"])
+def test_layout_rules_are_proved(rule_id):
+    assert prove_rule(_layout_rule(rule_id), timeout=20).status == PROVED
+
+
+def _target(data, node_id):
+    return next(n for n in data["target"] if n["id"] == node_id)
+
+
+@pytest.mark.parametrize("rule_id, mutate", [
+    ("l-max_pool2d", lambda d: _target(d, "n")["attrs"].update(layout="NCHW")),  # pooled over the wrong axes
+    ("l-concat3", lambda d: _target(d, "n")["attrs"].update(axis=2)),  # joined along W instead of C
+    ("l-add-weight", lambda d: _target(d, "w0").update(attrs={"perm": [0, 3, 1, 2]})),  # bias turned back
+    ("l-cancel", lambda d: d["source"][1].update(attrs={"perm": [0, 3, 1, 2]})),  # the same transpose twice
+])
+def test_a_wrong_layout_rule_is_not_proved(rule_id, mutate):
+    """Neither with the concrete search nor by Z3 alone: the pool's NHWC encoding is not vacuous."""
+    rule = _layout_rule(rule_id, mutate)
+    assert prove_rule(rule, timeout=20).status != PROVED
+    assert prove_rule(rule, timeout=3, concrete=False).status != PROVED
+
+
+def test_the_shipped_layout_file_is_what_the_generator_writes():
+    from taso_relay.generator.layout_rules import nhwc_rules
+    from taso_relay.subst.rule_io import load_rules, rule_from_dict, shipped_rules_dir
+
+    shipped = load_rules(shipped_rules_dir() / "layout" / "nhwc.json")
+    fresh = [rule_from_dict(r) for r in nhwc_rules()]
+    strip = lambda r: (r.id, r.text, r.inputs, r.example, r.provenance)  # noqa: E731
+    assert [strip(r) for r in shipped] == [strip(r) for r in fresh]
+    assert all(r.status == "PROVED" for r in shipped)

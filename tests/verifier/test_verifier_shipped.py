@@ -39,12 +39,13 @@ def test_verification_report_matches_the_file(shipped_k3):
 
 
 SHIPPED_FILES = sorted(p for p in shipped_rules_dir().glob("*.json") if not p.name.endswith(".report.json"))
+LAYOUT_FILES = sorted(p for p in shipped_rules_dir().glob("layout/*.json") if not p.name.endswith(".report.json"))
 
 
-@pytest.mark.parametrize("path", SHIPPED_FILES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", SHIPPED_FILES + LAYOUT_FILES, ids=lambda p: p.name)
 def test_every_shipped_file_is_proved_against_the_current_axioms(path):
-    """Whatever default_rules() loads: all PROVED, none stale (an axiom change means re-verify),
-    and no mirrored verdict borrowed from a proof that has changed since."""
+    """Whatever default_rules() and the layout step (search/layout.py) load: all PROVED, none stale
+    (an axiom change means re-verify), and no mirrored verdict borrowed from a proof that has changed since."""
     from taso_relay.verifier.run import _is_current
 
     rules = load_rules(path)
@@ -57,3 +58,4 @@ def test_every_shipped_file_is_proved_against_the_current_axioms(path):
 def test_the_default_set_includes_the_lifted_and_handwritten_files():
     names = {p.name for p in SHIPPED_FILES}
     assert {"taso_k3.json", "taso_k3_batched.json", "handwritten_norm.json"} <= names
+    assert {p.name for p in LAYOUT_FILES} == {"nhwc.json"}  # applied whole by the layout step, not searched

@@ -1,0 +1,123 @@
+"""The layout step: every conv to NHWC, the transposes between convs cancelled, the numbers unchanged."""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from taso_relay.cost import AnalyticCost, MachinePeaks
+from taso_relay.graph import GraphBuilder, evaluate, random_feeds
+from taso_relay.passes import resolve_rules
+from taso_relay.search import optimize
+from taso_relay.search.layout import convert_layout, layout_matchers
+from taso_relay.subst.index import index_of
+
+PEAKS = MachinePeaks(gflops=245.0, gbps=49.0, launch_s=2e-6)
+
+
+def block():
+    """A conv net with what the rules must carry a transpose through: a bias add, a relu with two
+    readers, a residual add, a max pool, a three-way concat, a sigmoid, and a head that stays NCHW."""
+    rng = np.random.default_rng(0)
+    b = GraphBuilder()
+
+    def w(name, shape):
+        return b.weight(name, shape, value=(rng.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))).astype("float32"))
+
+    x = b.input("x", (1, 3, 12, 10))
+    c1 = b.op("add", b.op("conv2d", x, w("w1", (8, 3, 3, 3)), padding=(1, 1, 1, 1)), w("b1", (1, 8, 1, 1)))
+    r1 = b.op("relu", c1)
+    c2 = b.op("conv2d", r1, w("w2", (8, 8, 1, 1)), activation="relu")
+    c3 = b.op("conv2d", r1, w("w3", (8, 8, 3, 3)), padding=(1, 1, 1, 1))
+    s = b.op("add", c2, c3)
+    p = b.op("max_pool2d", s, kernel=(3, 3), strides=(2, 2), padding=(1, 1, 1, 1))
+    branches = [b.op("conv2d", p, w(f"wb{i}", (4 + i, 8, 1, 1))) for i in range(3)]
+    cat = b.op("sigmoid", b.op("concat", *branches, axis=1))
+    head = b.op("mean", cat, axes=(2, 3))
+    return b.build([head, r1])
+
+
+def activation_transposes(graph):
+    foldable = index_of(graph).foldable
+    return [i for i, n in enumerate(graph.nodes) if n.op == "transpose" and not foldable[i]]
+
+
+def layouts(graph):
+    return Counter(n.attr_dict.get("data_layout", n.attr_dict.get("layout")) for n in graph.nodes
+                   if n.op in ("conv2d", "max_pool2d"))
+
+
+def test_every_conv_goes_nhwc_and_only_the_boundary_transposes_stay():
+    g = block()
+    converted, trail = convert_layout(g)
+    assert layouts(g) == Counter({"NCHW": 7}) and layouts(converted) == Counter({"NHWC": 7})
+    used = Counter(m.rule.id for m, _ in trail)
+    assert used["l-conv-nhwc"] == 6 and used["l-cancel"] >= 4
+    assert {"l-add", "l-add-weight", "l-relu", "l-max_pool2d", "l-concat3", "l-sigmoid"} <= set(used)
+    # The input's transpose, and one per output read as NCHW (the mean's input and r1, a graph output)
+    assert len(activation_transposes(converted)) == 3
+    users = index_of(converted).users
+    assert all(users[i] or any(r.node == i for r in converted.outputs) for i in activation_transposes(converted))
+    feeds = random_feeds(g, np.random.default_rng(1))
+    for a, b in zip(evaluate(g, feeds), evaluate(converted, feeds)):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-5)
+
+
+def test_a_graph_without_convs_is_left_alone():
+    b = GraphBuilder()
+    x = b.input("x", (1, 4, 5, 6))
+    g = b.build([b.op("relu", b.op("max_pool2d", x, kernel=(2, 2), strides=(2, 2)))])
+    converted, trail = convert_layout(g)
+    assert trail == [] and converted is g
+
+
+def test_the_layout_rules_are_proved_and_not_in_the_search_set():
+    ids = {m.rule.id for m in layout_matchers("nhwc")}
+    assert "l-conv-nhwc" in ids and "l-cancel" in ids
+    assert all(m.rule.status == "PROVED" for m in layout_matchers("nhwc"))
+    assert not ids & {m.rule.id for m in resolve_rules(None).matchers}
+    with pytest.raises(ValueError, match="unknown layout"):
+        layout_matchers("nchw4c")
+
+
+class PrefersNHWC:
+    """A judge under which an NHWC conv is cheaper and every other node costs a little."""
+
+    name = "prefers-nhwc"
+
+    def __init__(self, nhwc_factor):
+        self.nhwc_factor = nhwc_factor
+
+    def graph_cost(self, graph) -> float:
+        foldable = index_of(graph).foldable
+        cost = 0.0
+        for i, node in enumerate(graph.nodes):
+            if foldable[i] or node.op == "input":
+                continue
+            if node.op == "conv2d":
+                cost += 100.0 * (self.nhwc_factor if node.attr_dict["data_layout"] == "NHWC" else 1.0)
+            else:
+                cost += 1.0
+        return cost
+
+
+@pytest.mark.parametrize("factor, taken", [(0.7, True), (1.0, False)])
+def test_the_judge_takes_the_layout_only_where_it_prices_it_cheaper(factor, taken):
+    g = block()
+    best, report = optimize(g, resolve_rules(None), AnalyticCost(PEAKS, lowering="tuning"), time_limit=3,
+                            judge=PrefersNHWC(factor), layout="nhwc")
+    # (the search may merge the three branch convs first: count what is left)
+    assert (layouts(best)["NCHW"] == 0 and layouts(best)["NHWC"] > 0) is taken
+    assert any(a.rule_id == "l-conv-nhwc" for a in report.applied) is taken
+    feeds = random_feeds(g, np.random.default_rng(2))
+    for a, b in zip(evaluate(g, feeds), evaluate(best, feeds)):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)
+
+
+def test_the_layout_blind_analytic_model_refuses_the_transposes():
+    g = block()
+    best, report = optimize(g, resolve_rules(None), AnalyticCost(PEAKS, lowering="tuning"), time_limit=3,
+                            layout="nhwc")
+    assert layouts(best)["NHWC"] == 0
+    assert not any(a.rule_id.startswith("l-") for a in report.applied)
