@@ -5,7 +5,7 @@ better on x86 (a 3x3 conv measured 1.07x faster, issue #6). One conv alone to
 NHWC costs two transposes; the gain comes when every conv is converted and the
 transposes between them cancel. These rules are the steps of that: a conv
 becomes the NHWC conv between transposes, the NHWC-to-NCHW transpose moves down
-through element-wise operators, concats and pools, and meets the next conv's
+through element-wise operators, batch norms, concats and pools, and meets the next conv's
 NCHW-to-NHWC transpose, where the pair cancels.
 
 A transpose that other operators still read stays for them: every rule that
@@ -49,7 +49,7 @@ def _pushed(id_, family, op, attrs, operands, example, extra_inputs=(), weight_p
     """op over transposed operands (and weights) => the transpose of op over the untransposed ones.
 
     operands: names of the inputs that arrive through a transpose; extra_inputs: weights that do not
-    (transposed to NHWC in the target when weight_perm is given)."""
+    (rank 4 and transposed to NHWC in the target when weight_perm is given, else taken as they are)."""
     source = [_t(f"t{k}", x) for k, x in enumerate(operands)]
     args = [f"t{k}" for k in range(len(operands))] + list(extra_inputs)
     source.append(_node("o", op, args, **attrs))
@@ -60,7 +60,7 @@ def _pushed(id_, family, op, attrs, operands, example, extra_inputs=(), weight_p
     target += [_t(f"u{k}", x) for k, x in enumerate(operands)]
     outputs = [("o", "r")] + [(f"t{k}", f"u{k}") for k in range(len(operands))]
     inputs = [(x, "any") for x in operands] + [(w, "weight") for w in extra_inputs]
-    constraints = [f"rank({w}) == 4" for w in extra_inputs]
+    constraints = [f"rank({w}) == 4" for w in extra_inputs] if weight_perm else []
     return _rule(id_, family, inputs, source, target, outputs, example, constraints)
 
 
@@ -94,6 +94,10 @@ def nhwc_rules() -> list[dict]:
         rules.append(_pushed(f"l-concat{k}", "layout-push", "concat", {"axis": 1}, names,
                              {"inputs": {x: [1, 5, 6, 2 + i] for i, x in enumerate(names)}, "vars": {}},
                              out_attrs={"axis": 3}))
+    rules.append(_pushed("l-batch_norm", "layout-push", "batch_norm", {"axis": 1, "epsilon": "?e"}, ["y"],
+                         {"inputs": {"y": [1, 5, 6, 3], **{p: [3] for p in ("g", "b", "m", "v")}},
+                          "vars": {"e": 1e-5}},
+                         extra_inputs=["g", "b", "m", "v"], out_attrs={"axis": 3, "epsilon": "?e"}))
     pool_vars = {"k": [3, 3], "s": [2, 2], "p": [1, 1, 1, 1], "d": [1, 1], "c": False}
     rules.append(_pushed("l-max_pool2d", "layout-push", "max_pool2d", POOL_ATTRS, ["y"],
                          {"inputs": {"y": [1, 7, 6, 3]}, "vars": pool_vars},

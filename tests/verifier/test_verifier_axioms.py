@@ -87,6 +87,12 @@ WRONG = [
           N("transpose", "x", perm="=(?q[?p[0]], ?q[?p[1]], ?q[?p[2]])"),
           shapes={"x": ("a", "b", "c")}, dims={"a": (2,), "b": (3,), "c": (4,)},
           domains={"p": ((1, 2, 0), (2, 0, 1)), "q": ((0, 2, 1), (1, 2, 0))}),
+    # batch norm through the NHWC-to-NCHW transpose, normalising the NHWC tensor over W instead of C
+    axiom("wrong_bn_nhwc_axis", "norm",
+          N("batch_norm", N("transpose", "y", perm=(0, 3, 1, 2)), "g", "b", "m", "v", axis=1, epsilon="?e"),
+          N("transpose", N("batch_norm", "y", "g", "b", "m", "v", axis=2, epsilon="?e"), perm=(0, 3, 1, 2)),
+          shapes={"y": ("n", "h", "c", "c"), **{p: ("c",) for p in "gbmv"}}, dims={"c": (2, 3)},
+          domains={"e": (1e-5,)}),
 ]
 
 

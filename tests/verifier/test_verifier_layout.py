@@ -71,7 +71,8 @@ def _layout_rule(rule_id, mutate=None):
     return rule_from_dict(data)
 
 
-@pytest.mark.parametrize("rule_id", ["l-max_pool2d", "l-avg_pool2d", "l-concat3", "l-add-weight", "l-cancel"])
+@pytest.mark.parametrize("rule_id", ["l-max_pool2d", "l-avg_pool2d", "l-concat3", "l-add-weight", "l-cancel",
+                                     "l-batch_norm"])
 def test_layout_rules_are_proved(rule_id):
     assert prove_rule(_layout_rule(rule_id), timeout=20).status == PROVED
 
@@ -85,6 +86,7 @@ def _target(data, node_id):
     ("l-concat3", lambda d: _target(d, "n")["attrs"].update(axis=2)),  # joined along W instead of C
     ("l-add-weight", lambda d: _target(d, "w0").update(attrs={"perm": [0, 3, 1, 2]})),  # bias turned back
     ("l-cancel", lambda d: d["source"][1].update(attrs={"perm": [0, 3, 1, 2]})),  # the same transpose twice
+    ("l-batch_norm", lambda d: _target(d, "n")["attrs"].update(axis=2)),  # normalised over W
 ])
 def test_a_wrong_layout_rule_is_not_proved(rule_id, mutate):
     """Neither with the concrete search nor by Z3 alone: the pool's NHWC encoding is not vacuous."""

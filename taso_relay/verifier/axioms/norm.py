@@ -59,4 +59,10 @@ AXIOMS = [
           domains={**CONV_DOMAINS, **EPS},
           doc="A per-output-channel factor (here a batch norm of ones) after a conv scales its "
               "kernels instead: output channel o reads kernel o only, for any groups."),
+    axiom("bn_nhwc", "norm",
+          bn(N("transpose", "y", perm=(0, 3, 1, 2))),
+          N("transpose", bn("y", axis=3), perm=(0, 3, 1, 2)),
+          shapes={"y": ("n", "h", "w", "c"), **{p: ("c",) for p in BN_PARAMS}}, domains=EPS,
+          doc="Batch norm over the channels of an NHWC tensor read as NCHW is the NHWC tensor's "
+              "batch norm over its last axis, read as NCHW (the layout rules carry a transpose through)."),
 ]
