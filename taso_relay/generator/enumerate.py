@@ -24,6 +24,7 @@ and deterministic; `run_task` returns fingerprints and compact encodings.
 """
 from __future__ import annotations
 
+import threading
 from bisect import bisect_left
 from dataclasses import dataclass, field
 
@@ -162,14 +163,19 @@ class Engine:
         return hit
 
 
-_ENGINES: dict = {}
+# One engine per thread: run_task clears the engine's value cache, so two tasks sharing one
+# (a dask worker with several threads) lost each other's values (a KeyError, seen in CI).
+_LOCAL = threading.local()
 
 
 def engine_for(settings: Settings) -> Engine:
-    eng = _ENGINES.get(settings.digest)
+    engines = getattr(_LOCAL, "engines", None)
+    if engines is None:
+        engines = _LOCAL.engines = {}
+    eng = engines.get(settings.digest)
     if eng is None:
-        _ENGINES.clear()
-        eng = _ENGINES[settings.digest] = Engine(settings)
+        engines.clear()
+        eng = engines[settings.digest] = Engine(settings)
     return eng
 
 

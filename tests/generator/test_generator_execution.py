@@ -43,6 +43,20 @@ def test_parallel_run_equals_serial(tmp_path, reference):
     assert _run(tmp_path, "par", workers=2) == reference
 
 
+def test_tasks_on_threads_of_one_process_equal_a_serial_run():
+    """A dask worker runs tasks on several threads; each thread gets its own engine (its value
+    cache is cleared per task), so the results equal a serial run's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    tasks = task_ids(SETTINGS) * 3
+    serial = [run_task(SETTINGS, t) for t in tasks]
+    with ThreadPoolExecutor(4) as pool:
+        threaded = list(pool.map(lambda t: run_task(SETTINGS, t), tasks))
+    for a, b in zip(serial, threaded):
+        assert a.task == b.task and a.counts == b.counts
+        assert (a.fps == b.fps).all() and (a.enc == b.enc).all()
+
+
 def test_dask_local_cluster_equals_local_run(tmp_path, reference):
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
