@@ -53,8 +53,9 @@ def parse_args(argv=None):
     p.add_argument("--taso-time-limit", type=float, default=None, help="TASOPass time_limit (s)")
     p.add_argument("--taso-cost", default=None, help="TASOPass cost model (default: its own)")
     p.add_argument("--taso-rules", default=None, help="TASOPass rules file")
-    p.add_argument("--taso-layout", choices=("nhwc",), default=None,
-                   help="TASOPass(layout=...): also offer the result with every conv in this layout")
+    p.add_argument("--taso-layout", choices=("auto", "nhwc", "none"), default=None,
+                   help="TASOPass(layout=...): also offer the result with every conv in this layout "
+                        "(default: the pass's own, auto: nhwc with --taso-cost tuned)")
     p.add_argument("--taso-verify-speed", action=argparse.BooleanOptionalAction, default=None,
                    help="TASOPass(verify_speed=...): rewrites kept only if measured faster end to end "
                         "(default: the pass's own, on for the default lowering and --taso-cost tuned)")

@@ -45,7 +45,7 @@ def test_the_pass_moves_convs_to_nhwc_and_keeps_the_numbers(make, run_module, rn
 
 def test_without_the_option_or_a_judge_that_prefers_it_the_layouts_stay(rng):
     mod = import_onnx(resnet_block())
-    for taso in (TASOPass(cost=FakeTuned(0.5), time_limit=3, verify_speed=False),
+    for taso in (TASOPass(cost=FakeTuned(0.5), time_limit=3, verify_speed=False, layout=None),
                  TASOPass(cost=FakeTuned(1.0), time_limit=3, verify_speed=False, layout="nhwc")):
         out = taso(mod)
         assert {str(c.attrs.data_layout) for c in _calls(out, "relax.nn.conv2d")} == {"NCHW"}
@@ -64,3 +64,22 @@ def _calls(mod, op_name):
 
     relax.analysis.post_order_visit(mod["main"], visit)
     return found
+
+
+@pytest.mark.parametrize("cost, offered", [(FakeTuned(0.5), "nhwc"), (PrefersNHWC(0.5), None), ("analytic", None)],
+                         ids=["tuned-judge", "no-judge", "analytic"])
+def test_by_default_the_layout_is_offered_only_to_a_judge_of_tuned_kernels(cost, offered, monkeypatch):
+    """layout="auto": a model that searches by itself cannot price it (the analytic one is layout-blind,
+    TVM's default CPU lowering runs NHWC convs several times slower), a tuned judge can."""
+    from taso_relay import passes
+    from taso_relay.search import optimize
+
+    seen = {}
+
+    def spy(graph, rules, cost, **kwargs):
+        seen.update(kwargs)
+        return optimize(graph, rules, cost, **kwargs)
+
+    monkeypatch.setattr(passes, "optimize", spy)
+    TASOPass(cost=cost, time_limit=1, verify_speed=False)(import_onnx(resnet_block()))
+    assert seen["layout"] == offered

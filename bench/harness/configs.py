@@ -210,7 +210,7 @@ def make_taso_pass(target, options: Options):
     if options.rules is not None:
         kwargs["rules"] = options.rules
     if options.layout is not None:
-        kwargs["layout"] = options.layout
+        kwargs["layout"] = None if options.layout == "none" else options.layout
     return TASOPass(**kwargs)
 
 

@@ -46,10 +46,11 @@ def add_taso_arguments(p: argparse.ArgumentParser) -> None:
                    help="rule file whose PROVED rules the search uses instead of the shipped ones (repeatable; "
                         "'shipped' names the shipped files, e.g. --rules shipped --rules mine.json); prove a "
                         "file's rules first with `taso-relay rules verify FILE`")
-    p.add_argument("--layout", choices=("nhwc",), default=None,
+    p.add_argument("--layout", choices=("auto", "nhwc", "none"), default=None,
                    help="also offer the search's result with every conv in NHWC and the transposes between them "
-                        "cancelled (proved rules, rules/layout/), kept where the cost model prices it cheaper; "
-                        "pays with --cost tuned, whose MetaSchedule kernels run NHWC convs faster on x86")
+                        "cancelled (proved rules, rules/layout/), kept where the cost model prices it cheaper "
+                        "(default auto: nhwc with --cost tuned, whose MetaSchedule kernels run NHWC convs faster "
+                        "on x86; none otherwise)")
     p.add_argument("--verify-speed", action=argparse.BooleanOptionalAction, default=None,
                    help="time the original and the rewritten model on the target (compiled with the cost model's "
                         "lowering) and keep the rewrite only if it is measured faster; costs a build of each and "
@@ -145,7 +146,7 @@ def make_pass(args, target):
     if getattr(args, "rules", None):
         kwargs["rules"] = getattr(args, "rule_index", None) or rule_index(args.rules)
     if getattr(args, "layout", None) is not None:
-        kwargs["layout"] = args.layout
+        kwargs["layout"] = None if args.layout == "none" else args.layout
     if getattr(args, "verify_speed", None) is not None:  # unset: the pass decides (TASOOptimizer.verifies_speed)
         kwargs["verify_speed"] = bool(args.verify_speed)
     if getattr(args, "trials", 0) or getattr(args, "work_dir", None) is not None:

@@ -47,6 +47,7 @@ def run_optimize(args) -> int:
             "pass_settings": {"cost": _describe(getattr(taso, "cost", args.cost)),
                               "time_limit": getattr(taso, "time_limit", args.time_limit),
                               "verify_speed": bool(getattr(taso, "verifies_speed", False)),
+                              "layout": getattr(taso, "layout", None),
                               "rules": args.rules or ["shipped"]},
             "warnings": sorted(set(pass_warnings)), "written": {},
         }

@@ -147,3 +147,10 @@ def test_compile_measures_only_what_runs_here(tmp_path, monkeypatch):
     assert TASOPass(cost=MeasuredCost({"kind": "llvm"})).verifies_speed
     board = SimpleNamespace(device_key="rpc:board", close=lambda: None)
     assert not TASOPass(cost=MeasuredCost({"kind": "llvm"}, runner=board)).verifies_speed
+
+
+@pytest.mark.parametrize("argv, expected", [([], "auto"), (["--layout", "nhwc"], "nhwc"), (["--layout", "none"], None)])
+def test_layout_flag_sets_the_pass_option(argv, expected):
+    p = argparse.ArgumentParser()
+    common.add_taso_arguments(p)
+    assert common.make_pass(p.parse_args(argv), None).layout == expected
