@@ -27,7 +27,7 @@ OIHW_TO_HWIO = (2, 3, 1, 0)
 UNARY = ("relu", "sigmoid", "tanh")
 MAX_CONCAT = 8
 
-CONV_ATTRS = {"strides": "?s", "padding": "?p", "dilation": "?d", "groups": 1, "activation": "?act"}
+CONV_ATTRS = {"strides": "?s", "padding": "?p", "dilation": "?d", "groups": "?g", "activation": "?act"}
 POOL_ATTRS = {"kernel": "?k", "strides": "?s", "padding": "?p", "dilation": "?d", "ceil_mode": "?c"}
 
 
@@ -74,7 +74,7 @@ def nhwc_rules() -> list[dict]:
                _t("r", "n")],
               [("c", "r")],
               {"inputs": {"x": [1, 3, 7, 6], "w": [4, 3, 3, 3]},
-               "vars": {"s": [1, 1], "p": [1, 1, 1, 1], "d": [1, 1], "act": "relu"}}),
+               "vars": {"s": [1, 1], "p": [1, 1, 1, 1], "d": [1, 1], "g": 1, "act": "relu"}}),
         _rule("l-cancel", "layout-cancel", [("y", "any")],
               [_t("a", "y"), _t("b", "a", TO_NHWC)], [_t("u", "y")], [("b", "y"), ("a", "u")], nhwc),
         _rule("l-cancel-back", "layout-cancel", [("y", "any")],
