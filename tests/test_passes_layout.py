@@ -103,7 +103,8 @@ def test_grouped_and_depthwise_convs_in_nhwc_compute_the_same_in_tvm():
     w2 = b.weight("w2", (12, 2, 3, 3), value=rng.standard_normal((12, 2, 3, 3)).astype("float32"))
     depthwise = b.op("conv2d", x, w1, groups=8, padding=(1, 1, 1, 1), activation="relu")
     graph = b.build([b.op("conv2d", depthwise, w2, groups=4, padding=(1, 1, 1, 1), strides=(2, 2))])
-    converted, trail = convert_layout(graph)
+    converted, trail, complete = convert_layout(graph)
+    assert complete
     assert [m.rule.id for m, _ in trail].count("l-conv-nhwc") == 2
     xv = rng.standard_normal((1, 8, 9, 7)).astype("float32")
     want = evaluate(graph, {"x": xv})[0]

@@ -121,8 +121,8 @@ def main(argv=None) -> int:
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     save_rules(args.out, rules, {"generator": {
         "name": "handwritten", "version": 1,
-        "doc": "Convs to NHWC and the transposes carried through element-wise ops, concats and pools until "
-               "they cancel (taso_relay/generator/layout_rules.py). Used by the layout step, not the search."}})
+        "doc": "Convs to NHWC and the transposes carried through element-wise ops, batch norms, concats and pools "
+               "until they cancel (taso_relay/generator/layout_rules.py). Used by the layout step, not the search."}})
     load_rules(Path(args.out), status=None)  # the file reads back
     return 0
 

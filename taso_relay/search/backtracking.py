@@ -396,9 +396,11 @@ def judged_choice(options: list, margin: float):
 
 
 def _with_layout(layout: str, price, chosen: tuple, margin: float, deadline: float) -> tuple:
-    """`chosen` (cost, graph, trail, saturated), or its layout conversion where `price` prefers that."""
-    converted, steps = convert_layout(chosen[1], layout, deadline)
-    if not steps:
+    """`chosen` (cost, graph, trail, saturated), or its layout conversion where `price` prefers that.
+    A conversion the deadline cut short is not priced: with most convs wrapped in transposes it would
+    lose, after a judge had tuned its kernels."""
+    converted, steps, complete = convert_layout(chosen[1], layout, deadline)
+    if not steps or not complete:
         return chosen
     return judged_choice([chosen, (price(converted), converted, tuple(chosen[2]) + tuple(steps), chosen[3])],
                          margin)
@@ -446,7 +448,8 @@ def backtracking_search(graph: Graph, rules: Iterable[Rule | Matcher] | RuleInde
     judge_margin: how much cheaper the judge must price a graph to prefer it to one with fewer
     rewrites (judged_choice).
     layout: last, offer the chosen graph with every conv in this layout ("nhwc", search/layout.py),
-    priced whole by the judge (else by `cost`), and kept where that is judge_margin cheaper.
+    priced whole by the judge (else by `cost`), and kept where that is judge_margin cheaper; the
+    conversion may take up to half of `time_limit` more.
     """
     if alpha < 1.0:
         raise ValueError(f"alpha must be >= 1.0, got {alpha}")
@@ -499,7 +502,7 @@ def backtracking_search(graph: Graph, rules: Iterable[Rule | Matcher] | RuleInde
             after, result, trail, saturated = judged_choice(options, judge_margin)
             if layout is not None:
                 after, result, trail, saturated = _with_layout(layout, judged, (after, result, trail, saturated),
-                                                               judge_margin, time.perf_counter() + time_limit)
+                                                               judge_margin, time.perf_counter() + time_limit / 2)
             # The judge times kernels alone, and a model can run otherwise (full NASRNN's merges: judged
             # 2.5% dearer, priced 7% cheaper by the search's model, measured 0.9x to 1.45x end to end on
             # two threads, as the machine's other tenants allowed).
@@ -515,7 +518,7 @@ def backtracking_search(graph: Graph, rules: Iterable[Rule | Matcher] | RuleInde
                 found_at = start
         elif layout is not None:
             after, result, trail, _ = _with_layout(layout, cost_fn, (after, result, trail, ()), judge_margin,
-                                                   time.perf_counter() + time_limit)
+                                                   time.perf_counter() + time_limit / 2)
         if after >= before and result is not graph:  # a tie (duplicates merged at no gain): the input itself
             result, trail, after, saturated, first_trail, merged, found_at = graph, (), before, (), (), 0, start
     finally:

@@ -14,7 +14,8 @@ import time
 from functools import lru_cache
 
 from ..graph import Graph
-from ..subst.match import Match, Matcher
+from ..subst.apply import RewriteRejected, apply_many
+from ..subst.match import Match, Matcher, check_context
 from ..subst.rule_io import load_rules, shipped_rules_dir
 from .saturate import _fixpoint
 
@@ -32,8 +33,9 @@ def layout_matchers(layout: str) -> tuple[Matcher, ...]:
 
 
 def convert_layout(graph: Graph, layout: str = "nhwc", deadline: float | None = None,
-                   limit: int = MAX_STEPS) -> tuple[Graph, list[tuple[Match, Graph]]]:
-    """`graph` with the layout rules applied until none matches; the trail of (match, graph before).
+                   limit: int = MAX_STEPS) -> tuple[Graph, list[tuple[Match, Graph]], bool]:
+    """`graph` with the layout rules applied until none matches; the trail of (match, graph before);
+    whether it got there (False: the deadline or the step limit came first).
 
     The conv rule goes first, then the rules that move and cancel transposes, round after round
     until a round changes nothing. Each rule only moves an NHWC-to-NCHW transpose down the graph,
@@ -45,7 +47,39 @@ def convert_layout(graph: Graph, layout: str = "nhwc", deadline: float | None = 
     while changed and len(trail) < limit and time.perf_counter() < deadline:
         changed = False
         for matcher in matchers:
-            graph, steps = _fixpoint(graph, matcher, deadline, limit - len(trail))
+            graph, steps = _all_at_once(graph, matcher, deadline, limit - len(trail))
             trail.extend(steps)
             changed = changed or bool(steps)
-    return graph, trail
+    return graph, trail, not changed
+
+
+def _all_at_once(graph: Graph, matcher: Matcher, deadline: float, limit: int):
+    """Like saturate._fixpoint, but each pass over the graph applies every match that does not touch
+    another one chosen in it (apply_many): a model's hundreds of convs take a few passes, not one
+    pass each (full-size graphs would not convert within the search's time otherwise)."""
+    steps: list[tuple[Match, Graph]] = []
+    while len(steps) < limit and time.perf_counter() < deadline:
+        chosen, taken, replaced, read = [], set(), set(), set()
+        for match in matcher.find(graph):
+            outs, ins = set(match.source_outputs), set(match.inputs)
+            if taken.intersection(match.nodes) or ins & replaced or outs & read:
+                continue
+            if check_context(match, graph) is not None:
+                continue
+            chosen.append(match)
+            taken.update(match.nodes)
+            replaced |= outs
+            read |= ins
+            if len(steps) + len(chosen) >= limit:
+                break
+        if not chosen:
+            break
+        try:
+            rewritten = apply_many(graph, chosen).graph
+        except RewriteRejected:  # e.g. a cycle through two of them: one at a time, as saturation does
+            graph, more = _fixpoint(graph, matcher, deadline, limit - len(steps))
+            steps.extend(more)
+            break
+        steps.extend((m, graph) for m in chosen)
+        graph = rewritten
+    return graph, steps

@@ -1,7 +1,7 @@
 """Applying a match: the target replaces the source, or the rewrite is rejected with a reason.
 
-Replacement adds the target's nodes, redirects every use of each mapped
-source output (graph outputs included) to the corresponding target output,
+Replacement adds the target's nodes that something reads, redirects every use of each
+mapped source output (graph outputs included) to the corresponding target output,
 and drops what became dead: the matched nodes, and upstream nodes that only
 they used. Graph inputs stay even when unused, so the signature never changes.
 
@@ -98,7 +98,8 @@ def apply_many(graph: Graph, matches, *, check: bool = True) -> Rewrite:
         target_nodes.extend(target.nodes)
         needed = [t for src, t in zip(match.source_outputs, outs) if _read_outside(graph, users, match, src)]
         groups.append((match, _live_targets(n, target_ops, needed)))
-    dead = _dead_after(graph, users, matches, target_ops)
+    returned = [r for r in redirect.values() if r.node < n]  # target outputs that are match inputs
+    dead = _dead_after(graph, users, matches, target_ops, returned)
 
     operands: dict[int, tuple[Ref, ...]] = {}  # nodes whose operands change
     insert_at: list[tuple[int, list[int]]] = []  # (old position, target ids to place just before it)
@@ -165,8 +166,9 @@ def apply_many(graph: Graph, matches, *, check: bool = True) -> Rewrite:
 
 def creates_cycle(graph: Graph, match: Match) -> bool:
     """Whether applying `match` would create a cycle: some value the target reads is computed
-    from a value the match replaces (through nodes outside the match). Exact, and cheap: only
-    nodes between the replaced values and the read ones in topological order are visited."""
+    from a value the match replaces (through nodes outside the match). Cheap: only nodes between
+    the replaced values and the read ones in topological order are visited. Exact but for a match
+    input read only by target nodes the applier drops as unread: it may predict a cycle there."""
     inputs = {r.node for r in match.inputs}
     start = min(r.node for r in match.source_outputs)
     last = max(inputs, default=-1)
@@ -226,12 +228,14 @@ def _live_targets(n: int, target_ops, outputs) -> list[int]:
     return sorted(live)
 
 
-def _dead_after(graph: Graph, users, matches, target_ops) -> set[int]:
-    """The matched nodes and the upstream nodes only they use (inputs and outputs always stay)."""
+def _dead_after(graph: Graph, users, matches, target_ops, returned=()) -> set[int]:
+    """The matched nodes and the upstream nodes only they use (inputs and outputs always stay, and so
+    does a match input a target returns as it is, e.g. x of transpose(transpose(x)) => x)."""
     nodes = graph.nodes
     n = len(nodes)
     dead = {g for m in matches for g in m.nodes}
     keep = {r.node for refs in target_ops for r in refs if r.node < n}
+    keep.update(r.node for r in returned)
     keep.update(r.node for r in graph.outputs if r.node not in dead)
     stack = [r.node for m in matches for g in m.nodes for r in nodes[g].inputs]
     while stack:

@@ -212,11 +212,14 @@ def validate(rule: Rule) -> None:
             for r in node.inputs:
                 if split_ref(r)[0] not in seen:
                     raise bad(f"{which} node '{node.id}' uses '{r}' before it is defined")
+                if split_ref(r)[0] in names and r not in names:
+                    raise bad(f"{which} node '{node.id}' uses '{r}': an input has one value, named without ':k'")
             seen.add(node.id)
         # A target output may be an input (transpose(transpose(x)) => x); a source output may not:
         # the rewrite replaces the values the source computes.
         for r in rule.side_outputs(which):
-            if split_ref(r)[0] not in (seen - names if which == "source" else seen):
+            if split_ref(r)[0] not in (seen - names if which == "source" else seen) or (
+                    split_ref(r)[0] in names and r not in names):
                 raise bad(f"{which} output '{r}' is not a {which} node" + (" or input" if which == "target" else ""))
     if not rule.outputs:
         raise bad("no outputs")

@@ -50,7 +50,8 @@ def layouts(graph):
 
 def test_every_conv_goes_nhwc_and_only_the_boundary_transposes_stay():
     g = block()
-    converted, trail = convert_layout(g)
+    converted, trail, complete = convert_layout(g)
+    assert complete
     assert layouts(g) == Counter({"NCHW": 7}) and layouts(converted) == Counter({"NHWC": 7})
     used = Counter(m.rule.id for m, _ in trail)
     assert used["l-conv-nhwc"] == 6 and used["l-cancel"] >= 4
@@ -68,8 +69,35 @@ def test_a_graph_without_convs_is_left_alone():
     b = GraphBuilder()
     x = b.input("x", (1, 4, 5, 6))
     g = b.build([b.op("relu", b.op("max_pool2d", x, kernel=(2, 2), strides=(2, 2)))])
-    converted, trail = convert_layout(g)
-    assert trail == [] and converted is g
+    converted, trail, complete = convert_layout(g)
+    assert trail == [] and converted is g and complete
+
+
+def chain(blocks: int):
+    """A residual chain of conv + bias + relu blocks (a deep model, for the conversion's passes)."""
+    rng = np.random.default_rng(0)
+    b = GraphBuilder()
+    stem = b.weight("stem", (4, 3, 1, 1), value=rng.standard_normal((4, 3, 1, 1)).astype("float32"))
+    h = b.op("conv2d", b.input("x", (1, 3, 6, 6)), stem)  # as real nets start: the residual path is a conv's
+    for i in range(blocks):
+        w = b.weight(f"w{i}", (4, 4, 3, 3), value=(rng.standard_normal((4, 4, 3, 3)) / 6).astype("float32"))
+        bias = b.weight(f"b{i}", (1, 4, 1, 1), value=rng.standard_normal((1, 4, 1, 1)).astype("float32"))
+        h = b.op("add", h, b.op("relu", b.op("add", b.op("conv2d", h, w, padding=(1, 1, 1, 1)), bias)))
+    return b.build([h])
+
+
+def test_matches_that_do_not_touch_are_applied_together_and_a_deadline_is_reported():
+    g = chain(40)
+    converted, trail, complete = convert_layout(g)
+    assert complete and layouts(converted) == Counter({"NHWC": 41})
+    assert len(activation_transposes(converted)) == 2
+    # not one pass per conv: two (the first block's conv reads the stem's output, which the stem's
+    # match replaces, so it waits for the second)
+    assert len({id(before) for m, before in trail if m.rule.id == "l-conv-nhwc"}) == 2
+    feeds = random_feeds(g, np.random.default_rng(3))
+    np.testing.assert_allclose(evaluate(converted, feeds)[0], evaluate(g, feeds)[0], rtol=1e-4, atol=1e-4)
+    cut, steps, complete = convert_layout(g, limit=50)
+    assert not complete and len(steps) == 50
 
 
 def test_the_layout_rules_are_proved_and_not_in_the_search_set():

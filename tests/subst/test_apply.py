@@ -217,3 +217,22 @@ def test_a_transpose_pair_cancels_to_its_input_and_a_mapped_value_lives_only_if_
 def test_a_source_output_may_not_be_an_input():
     with pytest.raises(ValueError, match="source output 'y' is not a source node"):
         rule("bad", ["y"], [("r", "relu", ["y"])], [("r", "relu", ["y"])], [["y", "r"]])
+
+
+def test_a_target_that_returns_an_input_keeps_the_node_that_computes_it():
+    """Without a target node reading it, the input's producer (read only by the match) must stay."""
+    bare = rule("bare-cancel", ["y"],
+                [("a", "transpose", ["y"], {"perm": [0, 3, 1, 2]}), ("b", "transpose", ["a"], {"perm": [0, 2, 3, 1]})],
+                [], [["b", "y"]])
+    b = GraphBuilder()
+    y = b.op("relu", b.input("x", (1, 5, 6, 3)))
+    g = b.build([b.op("sigmoid", b.op("transpose", b.op("transpose", y, perm=(0, 3, 1, 2)), perm=(0, 2, 3, 1)))])
+    (m,) = Matcher(bare).find(g)
+    after = apply(g, m).graph
+    assert count(after, "transpose") == 0 and count(after, "relu") == 1
+    assert_same_outputs(g, after)
+
+
+def test_an_input_named_with_an_output_index_is_refused_at_load():
+    with pytest.raises(ValueError, match="target output 'y:1'"):
+        rule("bad-index", ["y"], [("r", "relu", ["y"])], [], [["r", "y:1"]])
