@@ -50,7 +50,8 @@ def convert_layout(graph: Graph, layout: str = "nhwc", deadline: float | None = 
             graph, steps = _all_at_once(graph, matcher, deadline, limit - len(trail))
             trail.extend(steps)
             changed = changed or bool(steps)
-    return graph, trail, not changed
+    # a round can end empty because the deadline passed in it: that is not the fixpoint
+    return graph, trail, not changed and time.perf_counter() < deadline
 
 
 def _all_at_once(graph: Graph, matcher: Matcher, deadline: float, limit: int):

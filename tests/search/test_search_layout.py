@@ -98,6 +98,8 @@ def test_matches_that_do_not_touch_are_applied_together_and_a_deadline_is_report
     np.testing.assert_allclose(evaluate(converted, feeds)[0], evaluate(g, feeds)[0], rtol=1e-4, atol=1e-4)
     cut, steps, complete = convert_layout(g, limit=50)
     assert not complete and len(steps) == 50
+    import time
+    assert convert_layout(g, deadline=time.perf_counter() - 1)[2] is False  # out of time: not the fixpoint
 
 
 def test_the_layout_rules_are_proved_and_not_in_the_search_set():
