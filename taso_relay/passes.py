@@ -182,13 +182,21 @@ class TASOOptimizer:
         best, search_report = optimize(graph, rules, cost, time_limit=self.time_limit,
                                        saturate_merges=getattr(cost, "lowering", self.lowering) == "tuning",
                                        judge=judge, judge_margin=self.min_gain, patience=self.patience,
-                                       layout=("nhwc" if judge is not None else None) if self.layout == "auto"
-                                       else self.layout)
+                                       layout=self.resolved_layout())
         if report is not None:
             report.search = search_report
         if search_report.cost_after > search_report.cost_before * (1.0 - self.min_gain):
             return graph  # a predicted gain within the cost model's noise is not worth a rewrite
         return best
+
+    def resolved_layout(self) -> str | None:
+        """The layout the search offers: layout, where "auto" is "nhwc" only for a cost model with a judge
+        (the tuned model, whose kernels are timed tuned in each layout) and None for the others."""
+        if self.layout != "auto":
+            return self.layout
+        model = self.cost_model()
+        search_model = getattr(model, "search_model", None)
+        return "nhwc" if callable(search_model) and search_model() is not model else None
 
     @property
     def verifies_speed(self) -> bool:

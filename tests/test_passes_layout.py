@@ -81,8 +81,10 @@ def test_by_default_the_layout_is_offered_only_to_a_judge_of_tuned_kernels(cost,
         return optimize(graph, rules, cost, **kwargs)
 
     monkeypatch.setattr(passes, "optimize", spy)
-    TASOPass(cost=cost, time_limit=1, verify_speed=False)(import_onnx(resnet_block()))
+    taso = TASOPass(cost=cost, time_limit=1, verify_speed=False)
+    taso(import_onnx(resnet_block()))
     assert seen["layout"] == offered
+    assert taso.resolved_layout() == offered  # what `optimize --json` reports
 
 
 def test_grouped_and_depthwise_convs_in_nhwc_compute_the_same_in_tvm():

@@ -47,7 +47,7 @@ def run_optimize(args) -> int:
             "pass_settings": {"cost": _describe(getattr(taso, "cost", args.cost)),
                               "time_limit": getattr(taso, "time_limit", args.time_limit),
                               "verify_speed": bool(getattr(taso, "verifies_speed", False)),
-                              "layout": getattr(taso, "layout", None),
+                              "layout": _layout(taso),
                               "rules": args.rules or ["shipped"]},
             "warnings": sorted(set(pass_warnings)), "written": {},
         }
@@ -71,6 +71,12 @@ def run_optimize(args) -> int:
         return 0
     _print(args, target, prepared, taso, result)
     return 0
+
+
+def _layout(taso):
+    """The layout the pass offered ("auto" resolved against its cost model), not the option's spelling."""
+    resolve = getattr(taso, "resolved_layout", None)
+    return resolve() if callable(resolve) else getattr(taso, "layout", None)
 
 
 def _describe(value):

@@ -53,6 +53,7 @@ def test_optimize_json_and_pass_settings(cli, small):
     assert result["cost"] == "analytic" and result["time_limit"] == 2.0
     assert result["target"]["kind"] == "llvm"
     assert result["functions"]["main"]["status"] in ("optimized", "unchanged")
+    assert result["pass_settings"]["layout"] is None  # "auto" resolved: the analytic model has no judge
     assert err == ""  # no progress bar when stderr is not a terminal
 
 
