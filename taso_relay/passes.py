@@ -123,8 +123,9 @@ class TASOOptimizer:
       runs on this machine (see `verifies_speed`); False trusts the cost model.
     speed_budget: seconds of timing rounds per function for verify_speed (compilation not included).
     layout: "nhwc" offers the search's result with every conv in NHWC and the transposes between
-      them cancelled (search/layout.py, proved rules), kept where the cost model (with cost="tuned",
-      the judge) prices it min_gain cheaper; None keeps the model's layouts; "auto" (the default):
+      them cancelled (search/layout.py, proved rules), and where there are grouped or depthwise convs
+      also with the dense convs only, kept where the cost model (with cost="tuned", the judge) prices
+      it min_gain cheaper; None keeps the model's layouts; "auto" (the default):
       "nhwc" where a judge times tuned kernels (quick ResNet-50 under MetaSchedule: 1.33x), None
       otherwise (a layout-blind or untuned model cannot price it: TVM's default CPU lowering runs
       NHWC convs 5x slower).

@@ -52,7 +52,7 @@ from ..subst.match import Match, Matcher, check_context
 from ..subst.rule import Rule
 from .costing import CostFn, LocalCost, SupportsGraphCost, cost_function
 from .first import apply_first, first_phase_rules
-from .layout import convert_layout
+from .layout import convert_layout, has_grouped_convs
 from .saturate import merges_and_hoists, saturate
 from .report import AppliedRewrite, SearchReport
 
@@ -396,14 +396,16 @@ def judged_choice(options: list, margin: float):
 
 
 def _with_layout(layout: str, price, chosen: tuple, margin: float, deadline: float) -> tuple:
-    """`chosen` (cost, graph, trail, saturated), or its layout conversion where `price` prefers that.
-    A conversion the deadline cut short is not priced: with most convs wrapped in transposes it would
-    lose, after a judge had tuned its kernels."""
-    converted, steps, complete = convert_layout(chosen[1], layout, deadline)
-    if not steps or not complete:
-        return chosen
-    return judged_choice([chosen, (price(converted), converted, tuple(chosen[2]) + tuple(steps), chosen[3])],
-                         margin)
+    """`chosen` (cost, graph, trail, saturated), or its layout conversion where `price` prefers that:
+    every conv converted, or (where there are grouped convs) the dense ones only. A conversion the
+    deadline cut short is not priced: with most convs wrapped in transposes it would lose, after a
+    judge had tuned its kernels."""
+    options = [chosen]
+    for grouped in (True, False) if has_grouped_convs(chosen[1]) else (True,):
+        converted, steps, complete = convert_layout(chosen[1], layout, deadline, grouped=grouped)
+        if steps and complete and all(converted.hash != o[1].hash for o in options):
+            options.append((price(converted), converted, tuple(chosen[2]) + tuple(steps), chosen[3]))
+    return judged_choice(options, margin)
 
 
 def resume_collection() -> None:

@@ -20,6 +20,7 @@ from ..subst.rule_io import load_rules, shipped_rules_dir
 from .saturate import _fixpoint
 
 LAYOUTS = ("nhwc",)
+CONV_RULE = "l-conv-nhwc"  # the rule that converts a conv; the others move and cancel transposes
 MAX_STEPS = 4096
 
 
@@ -32,17 +33,33 @@ def layout_matchers(layout: str) -> tuple[Matcher, ...]:
     return tuple(Matcher(r) for r in rules)
 
 
+class _DenseOnly:
+    """A matcher's matches less the conversions of grouped convs (depthwise ones included)."""
+
+    def __init__(self, matcher: Matcher):
+        self.matcher = matcher
+
+    def find(self, graph: Graph) -> list[Match]:
+        return [m for m in self.matcher.find(graph) if m.rule.id != CONV_RULE or m.variables.get("g", 1) == 1]
+
+
+def has_grouped_convs(graph: Graph) -> bool:
+    return any(n.op == "conv2d" and n.attr("groups") != 1 for n in graph.nodes)
+
+
 def convert_layout(graph: Graph, layout: str = "nhwc", deadline: float | None = None,
-                   limit: int = MAX_STEPS) -> tuple[Graph, list[tuple[Match, Graph]], bool]:
+                   limit: int = MAX_STEPS, grouped: bool = True) -> tuple[Graph, list[tuple[Match, Graph]], bool]:
     """`graph` with the layout rules applied until none matches; the trail of (match, graph before);
-    whether it got there (False: the deadline or the step limit came first).
+    whether it got there (False: the deadline or the step limit came first). grouped=False leaves
+    grouped and depthwise convs in their layout: tuned, they may run slower in NHWC than dense ones do
+    (nobody has measured it for every target), so the search offers both conversions to its judge.
 
     The conv rule goes first, then the rules that move and cancel transposes, round after round
     until a round changes nothing. Each rule only moves an NHWC-to-NCHW transpose down the graph,
     cancels a pair, or turns an NCHW conv into an NHWC one, so the rounds end."""
     deadline = time.perf_counter() + 60.0 if deadline is None else deadline
     trail: list[tuple[Match, Graph]] = []
-    matchers = layout_matchers(layout)
+    matchers = layout_matchers(layout) if grouped else tuple(_DenseOnly(m) for m in layout_matchers(layout))
     changed = True
     while changed and len(trail) < limit and time.perf_counter() < deadline:
         changed = False

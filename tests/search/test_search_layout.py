@@ -151,3 +151,57 @@ def test_the_layout_blind_analytic_model_refuses_the_transposes():
                             layout="nhwc")
     assert layouts(best)["NHWC"] == 0
     assert not any(a.rule_id.startswith("l-") for a in report.applied)
+
+
+def separable():
+    """Dense convs around a depthwise one and a grouped one (NASNet's and ResNeXt's kinds)."""
+    rng = np.random.default_rng(4)
+    b = GraphBuilder()
+
+    def w(name, shape):
+        return b.weight(name, shape, value=(rng.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))).astype("float32"))
+
+    h = b.op("relu", b.op("conv2d", b.input("x", (1, 3, 9, 8)), w("w1", (8, 3, 3, 3)), padding=(1, 1, 1, 1)))
+    h = b.op("conv2d", h, w("dw", (8, 1, 3, 3)), padding=(1, 1, 1, 1), groups=8)
+    h = b.op("relu", b.op("conv2d", h, w("pw", (8, 8, 1, 1))))
+    h = b.op("conv2d", h, w("gw", (8, 4, 3, 3)), padding=(1, 1, 1, 1), groups=2)
+    return b.build([b.op("conv2d", h, w("w2", (4, 8, 1, 1)))])
+
+
+def conv_layouts(graph):
+    return Counter((n.attr("groups") != 1, n.attr("data_layout")) for n in graph.nodes if n.op == "conv2d")
+
+
+def test_the_dense_only_conversion_leaves_grouped_and_depthwise_convs_nchw():
+    g = separable()
+    every, _, complete = convert_layout(g)
+    assert complete and conv_layouts(every) == Counter({(False, "NHWC"): 3, (True, "NHWC"): 2})
+    dense, trail, complete = convert_layout(g, grouped=False)
+    assert complete and conv_layouts(dense) == Counter({(False, "NHWC"): 3, (True, "NCHW"): 2})
+    assert all(m.rule.id != "l-conv-nhwc" or m.variables["g"] == 1 for m, _ in trail)
+    feeds = random_feeds(g, np.random.default_rng(5))
+    for converted in (every, dense):
+        np.testing.assert_allclose(evaluate(converted, feeds)[0], evaluate(g, feeds)[0], rtol=1e-4, atol=1e-5)
+
+
+class GroupedDear(PrefersNHWC):
+    """NHWC dense convs cheaper; NHWC grouped convs dearer by grouped_factor."""
+
+    def __init__(self, nhwc_factor, grouped_factor):
+        super().__init__(nhwc_factor)
+        self.grouped_factor = grouped_factor
+
+    def graph_cost(self, graph) -> float:
+        extra = sum(100.0 * (self.grouped_factor - self.nhwc_factor) for n in graph.nodes
+                    if n.op == "conv2d" and n.attr("groups") != 1 and n.attr("data_layout") == "NHWC")
+        return super().graph_cost(graph) + extra
+
+
+@pytest.mark.parametrize("grouped_factor, grouped_layout", [(0.7, "NHWC"), (2.0, "NCHW")])
+def test_the_judge_chooses_between_every_conv_and_the_dense_ones_only(grouped_factor, grouped_layout):
+    g = separable()
+    best, _ = optimize(g, [], AnalyticCost(PEAKS, lowering="tuning"), time_limit=3,
+                       judge=GroupedDear(0.7, grouped_factor), layout="nhwc")
+    assert conv_layouts(best) == Counter({(False, "NHWC"): 3, (True, grouped_layout): 2})
+    feeds = random_feeds(g, np.random.default_rng(6))
+    np.testing.assert_allclose(evaluate(best, feeds)[0], evaluate(g, feeds)[0], rtol=1e-4, atol=1e-5)
