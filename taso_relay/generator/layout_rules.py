@@ -5,7 +5,7 @@ better on x86 (a 3x3 conv measured 1.07x faster, issue #6). One conv alone to
 NHWC costs two transposes; the gain comes when every conv is converted and the
 transposes between them cancel. These rules are the steps of that: a conv
 becomes the NHWC conv between transposes, the NHWC-to-NCHW transpose moves down
-through element-wise operators, batch norms, concats and pools, and meets the next conv's
+through element-wise operators, batch norms, concats, pools and a head's spatial mean, and meets the next conv's
 NCHW-to-NHWC transpose, where the pair cancels.
 
 A transpose that other operators still read stays for them: every rule that
@@ -24,7 +24,10 @@ import argparse
 TO_NCHW = (0, 3, 1, 2)  # an NHWC tensor read as NCHW
 TO_NHWC = (0, 2, 3, 1)
 OIHW_TO_HWIO = (2, 3, 1, 0)
-UNARY = ("relu", "sigmoid", "tanh")
+UNARY = ("relu", "sigmoid", "tanh", "silu", "gelu", "gelu_tanh")
+BINARY = ("add", "mul", "sub", "div", "maximum", "minimum")
+RELU6 = {"min": 0.0, "max": 6.0}  # clip's bounds are literals to the verifier: MobileNets' relu6 only
+HW_MEANS = (((2, 3), (1, 2)), ((-2, -1), (1, 2)))  # a classifier head's spatial mean, NCHW axes => NHWC
 MAX_CONCAT = 8
 
 CONV_ATTRS = {"strides": "?s", "padding": "?p", "dilation": "?d", "groups": "?g", "activation": "?act"}
@@ -83,7 +86,8 @@ def nhwc_rules() -> list[dict]:
     ]
     for op in UNARY:
         rules.append(_pushed(f"l-{op}", "layout-push", op, {}, ["y"], nhwc))
-    for op in ("add", "mul"):
+    rules.append(_pushed("l-relu6", "layout-push", "clip", RELU6, ["y"], nhwc))
+    for op in BINARY:
         rules.append(_pushed(f"l-{op}", "layout-push", op, {}, ["x", "y"],
                              {"inputs": {"x": [1, 5, 6, 3], "y": [1, 5, 6, 3]}, "vars": {}}))
         rules.append(_pushed(f"l-{op}-weight", "layout-push", op, {}, ["y"],
@@ -106,7 +110,25 @@ def nhwc_rules() -> list[dict]:
     rules.append(_pushed("l-avg_pool2d", "layout-push", "avg_pool2d", avg, ["y"],
                          {"inputs": {"y": [1, 7, 6, 3]}, "vars": {**pool_vars, "i": False}},
                          out_attrs={**avg, "layout": "NHWC"}))
+    for nchw, nhwc_axes in HW_MEANS:
+        for keep in (False, True):
+            rules.append(_mean(nchw, nhwc_axes, keep))
     return rules
+
+
+def _mean(nchw, nhwc_axes, keep):
+    """mean(T y) over H and W => mean(y) over its H and W, transposed back only if the axes are kept
+    (without them the result is (N, C) in either layout: the head's last transpose goes)."""
+    name = f"l-mean{nchw[0]}{nchw[1]}-{'keep' if keep else 'drop'}".replace("-1", "m1").replace("-2", "m2")
+    target = [_node("n", "mean", ["y"], axes=list(nhwc_axes), keepdims=keep)]
+    out = "n"
+    if keep:
+        target.append(_t("r", "n"))
+        out = "r"
+    target.append(_t("u", "y"))
+    return _rule(name, "layout-push", [("y", "any")],
+                 [_t("t", "y"), _node("o", "mean", ["t"], axes=list(nchw), keepdims=keep)],
+                 target, [("o", out), ("t", "u")], {"inputs": {"y": [1, 5, 6, 3]}, "vars": {}})
 
 
 def main(argv=None) -> int:

@@ -72,7 +72,7 @@ def _layout_rule(rule_id, mutate=None):
 
 
 @pytest.mark.parametrize("rule_id", ["l-max_pool2d", "l-avg_pool2d", "l-concat3", "l-add-weight", "l-cancel",
-                                     "l-batch_norm"])
+                                     "l-batch_norm", "l-relu6", "l-div-weight", "l-mean23-drop", "l-meanm2m1-keep"])
 def test_layout_rules_are_proved(rule_id):
     assert prove_rule(_layout_rule(rule_id), timeout=20).status == PROVED
 
@@ -87,6 +87,10 @@ def _target(data, node_id):
     ("l-add-weight", lambda d: _target(d, "w0").update(attrs={"perm": [0, 3, 1, 2]})),  # bias turned back
     ("l-cancel", lambda d: d["source"][1].update(attrs={"perm": [0, 3, 1, 2]})),  # the same transpose twice
     ("l-batch_norm", lambda d: _target(d, "n")["attrs"].update(axis=2)),  # normalised over W
+    ("l-mean23-drop", lambda d: _target(d, "n")["attrs"].update(axes=[2, 3])),  # averaged over W and C
+    ("l-mean23-keep", lambda d: d["target"].pop(1) and d["outputs"][0].__setitem__(1, "n")),  # not turned back
+    ("l-relu6", lambda d: _target(d, "n")["attrs"].update(max=3.0)),  # another clip
+    ("l-sub", lambda d: _target(d, "n").update(inputs=["y", "x"])),  # operands swapped
 ])
 def test_a_wrong_layout_rule_is_not_proved(rule_id, mutate):
     """Neither with the concrete search nor by Z3 alone: the pool's NHWC encoding is not vacuous."""

@@ -54,3 +54,36 @@ AXIOMS.append(axiom(
     N("matmul", N("transpose", "b", perm=(1, 0)), N("transpose", "a", perm=(1, 0)), activation="?act"),
     guard=["rank(a) == 2", "rank(b) == 2"], shapes={"a": ("m", "k"), "b": ("k", "n")},
     domains={"act": ACTS}, both_ways=True))
+
+# What the layout rules (generator/layout_rules.py) carry an NHWC-to-NCHW transpose through beyond
+# the activations above: conv nets' other activations and element-wise binaries (rank 4 only, the
+# rules' rank), relu6 as a literal clip (MobileNets), and the global mean of a classifier head.
+LAYOUT_UNARY = ("silu", "gelu", "gelu_tanh")
+LAYOUT_BINARY = ("sub", "div", "maximum", "minimum")
+RELU6 = {"min": 0.0, "max": 6.0}
+HW_MEANS = (((2, 3), (1, 2)), ((-2, -1), (1, 2)))  # NCHW axes of the spatial mean => the NHWC ones
+_P4 = _perms(4)
+_X4 = SYMS[:4]
+for _u in LAYOUT_UNARY:
+    AXIOMS.append(axiom(f"transpose4_{_u}", "transpose", N("transpose", N(_u, "x"), perm="?p"),
+                        N(_u, N("transpose", "x", perm="?p")), shapes={"x": _X4}, domains={"p": _P4},
+                        both_ways=True))
+for _b in LAYOUT_BINARY:
+    AXIOMS.append(axiom(f"transpose4_{_b}", "transpose", N("transpose", N(_b, "x", "y"), perm="?p"),
+                        N(_b, N("transpose", "x", perm="?p"), N("transpose", "y", perm="?p")),
+                        guard=["rank(x) == rank(y)"], shapes={"x": _X4, "y": _X4}, domains={"p": _P4},
+                        both_ways=True))
+AXIOMS.append(axiom("transpose4_relu6", "transpose", N("transpose", N("clip", "x", **RELU6), perm="?p"),
+                    N("clip", N("transpose", "x", perm="?p"), **RELU6), shapes={"x": _X4},
+                    domains={"p": _P4}, both_ways=True,
+                    doc="clip(0, 6) is element-wise: it commutes with any transpose."))
+for _nchw, _nhwc in HW_MEANS:
+    for _keep in (False, True):
+        _mean = N("mean", "y", axes=_nhwc, keepdims=_keep)
+        AXIOMS.append(axiom(
+            f"mean{_nchw[0]}{_nchw[1]}_{'keep' if _keep else 'drop'}_nhwc".replace("-", "m"), "transpose",
+            N("mean", N("transpose", "y", perm=(0, 3, 1, 2)), axes=_nchw, keepdims=_keep),
+            N("transpose", _mean, perm=(0, 3, 1, 2)) if _keep else _mean,
+            shapes={"y": ("n", "h", "w", "c")},
+            doc="The spatial mean of an NHWC tensor read as NCHW is the mean over its axes 1 and 2 "
+                "(read as NCHW again when the dimensions are kept)."))
