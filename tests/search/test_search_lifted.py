@@ -22,7 +22,8 @@ def projections(batch_shape=(1, 8)):
 
 def test_three_projections_of_a_3d_activation_become_one_matmul():
     g = projections()
-    best, report = optimize(g, default_rules(), FixedCost({"matmul": 10.0}), time_limit=8)
+    # patience ends the search (a few seconds); the limit is for a loaded machine, where 8 s ran out
+    best, report = optimize(g, default_rules(), FixedCost({"matmul": 10.0}), time_limit=60)
     assert best.op_counts()["matmul"] == 1
     # lifted rules, one batch dimension (and the hand-written one that takes the biases along)
     assert all(a.rule_id.endswith("b1") or a.rule_id == "h-split-bias" for a in report.applied)
@@ -31,7 +32,7 @@ def test_three_projections_of_a_3d_activation_become_one_matmul():
 
 def test_a_4d_activation_uses_the_two_batch_dimension_rules():
     g = projections((2, 3, 4))
-    best, report = optimize(g, default_rules(), FixedCost({"matmul": 10.0}), time_limit=8)
+    best, report = optimize(g, default_rules(), FixedCost({"matmul": 10.0}), time_limit=60)
     assert best.op_counts()["matmul"] == 1
     assert all(a.rule_id.endswith("b2") or a.rule_id == "h-split-bias" for a in report.applied)
     assert_same_outputs(g, best)
