@@ -27,7 +27,7 @@ OIHW_TO_HWIO = (2, 3, 1, 0)
 UNARY = ("relu", "sigmoid", "tanh", "silu", "gelu", "gelu_tanh")
 BINARY = ("add", "mul", "sub", "div", "maximum", "minimum")
 RELU6 = {"min": 0.0, "max": 6.0}  # clip's bounds are literals to the verifier: MobileNets' relu6 only
-HW_MEANS = (((2, 3), (1, 2)), ((-2, -1), (1, 2)))  # a classifier head's spatial mean, NCHW axes => NHWC
+HW_MEANS = (((2, 3), (1, 2)),)  # a head's spatial mean, NCHW axes => NHWC (graphs store reduce axes sorted, >= 0)
 MAX_CONCAT = 8
 
 CONV_ATTRS = {"strides": "?s", "padding": "?p", "dilation": "?d", "groups": "?g", "activation": "?act"}
@@ -119,7 +119,7 @@ def nhwc_rules() -> list[dict]:
 def _mean(nchw, nhwc_axes, keep):
     """mean(T y) over H and W => mean(y) over its H and W, transposed back only if the axes are kept
     (without them the result is (N, C) in either layout: the head's last transpose goes)."""
-    name = f"l-mean{nchw[0]}{nchw[1]}-{'keep' if keep else 'drop'}".replace("-1", "m1").replace("-2", "m2")
+    name = f"l-mean{nchw[0]}{nchw[1]}-{'keep' if keep else 'drop'}"
     target = [_node("n", "mean", ["y"], axes=list(nhwc_axes), keepdims=keep)]
     out = "n"
     if keep:

@@ -400,12 +400,16 @@ def _with_layout(layout: str, price, chosen: tuple, margin: float, deadline: flo
     every conv converted, or (where there are grouped convs) the dense ones only. A conversion the
     deadline cut short is not priced: with most convs wrapped in transposes it would lose, after a
     judge had tuned its kernels."""
-    options = [chosen]
-    for grouped in (True, False) if has_grouped_convs(chosen[1]) else (True,):
-        converted, steps, complete = convert_layout(chosen[1], layout, deadline, grouped=grouped)
-        if steps and complete and all(converted.hash != o[1].hash for o in options):
-            options.append((price(converted), converted, tuple(chosen[2]) + tuple(steps), chosen[3]))
-    return judged_choice(options, margin)
+    graphs = [chosen[1]]
+    converted = []
+    # both conversions first: a judge tunes the first one's kernels (minutes) and the deadline is
+    # for the conversions only; fewer rewrites first, as judged_choice wants (dense only, then all)
+    for grouped in (False, True) if has_grouped_convs(chosen[1]) else (True,):
+        graph, steps, complete = convert_layout(chosen[1], layout, deadline, grouped=grouped)
+        if steps and complete and all(graph.hash != g.hash for g in graphs):
+            graphs.append(graph)
+            converted.append((graph, tuple(chosen[2]) + tuple(steps)))
+    return judged_choice([chosen] + [(price(g), g, trail, chosen[3]) for g, trail in converted], margin)
 
 
 def resume_collection() -> None:
@@ -450,8 +454,9 @@ def backtracking_search(graph: Graph, rules: Iterable[Rule | Matcher] | RuleInde
     judge_margin: how much cheaper the judge must price a graph to prefer it to one with fewer
     rewrites (judged_choice).
     layout: last, offer the chosen graph with every conv in this layout ("nhwc", search/layout.py),
-    priced whole by the judge (else by `cost`), and kept where that is judge_margin cheaper; the
-    conversion may take up to half of `time_limit` more.
+    and where it has grouped or depthwise convs also with the dense ones only, each priced whole
+    by the judge (else by `cost`) and kept where that is judge_margin cheaper; the conversions may
+    take up to half of `time_limit` more (their pricing, like the judge's, is not counted).
     """
     if alpha < 1.0:
         raise ValueError(f"alpha must be >= 1.0, got {alpha}")

@@ -185,23 +185,30 @@ def test_the_dense_only_conversion_leaves_grouped_and_depthwise_convs_nchw():
 
 
 class GroupedDear(PrefersNHWC):
-    """NHWC dense convs cheaper; NHWC grouped convs dearer by grouped_factor."""
+    """NHWC dense convs cheaper; NHWC grouped convs dearer by grouped_factor. Pricing an NHWC graph
+    takes `delay` seconds (a judge tuning its new kernels)."""
 
-    def __init__(self, nhwc_factor, grouped_factor):
+    def __init__(self, nhwc_factor, grouped_factor, delay=0.0):
         super().__init__(nhwc_factor)
         self.grouped_factor = grouped_factor
+        self.delay = delay
 
     def graph_cost(self, graph) -> float:
+        if self.delay and any(n.op == "conv2d" and n.attr("data_layout") == "NHWC" for n in graph.nodes):
+            import time
+            time.sleep(self.delay)
         extra = sum(100.0 * (self.grouped_factor - self.nhwc_factor) for n in graph.nodes
                     if n.op == "conv2d" and n.attr("groups") != 1 and n.attr("data_layout") == "NHWC")
         return super().graph_cost(graph) + extra
 
 
-@pytest.mark.parametrize("grouped_factor, grouped_layout", [(0.7, "NHWC"), (2.0, "NCHW")])
-def test_the_judge_chooses_between_every_conv_and_the_dense_ones_only(grouped_factor, grouped_layout):
+@pytest.mark.parametrize("grouped_factor, grouped_layout, delay", [(0.5, "NHWC", 0.0), (2.0, "NCHW", 0.0),
+                                                                   (2.0, "NCHW", 2.0), (0.5, "NHWC", 2.0)])
+def test_the_judge_chooses_between_every_conv_and_the_dense_ones_only(grouped_factor, grouped_layout, delay):
+    """Also when pricing a conversion outlasts the conversions' time (a judge tuning kernels)."""
     g = separable()
-    best, _ = optimize(g, [], AnalyticCost(PEAKS, lowering="tuning"), time_limit=3,
-                       judge=GroupedDear(0.7, grouped_factor), layout="nhwc")
+    best, _ = optimize(g, [], AnalyticCost(PEAKS, lowering="tuning"), time_limit=2,
+                       judge=GroupedDear(0.7, grouped_factor, delay), layout="nhwc")
     assert conv_layouts(best) == Counter({(False, "NHWC"): 3, (True, grouped_layout): 2})
     feeds = random_feeds(g, np.random.default_rng(6))
     np.testing.assert_allclose(evaluate(best, feeds)[0], evaluate(g, feeds)[0], rtol=1e-4, atol=1e-5)

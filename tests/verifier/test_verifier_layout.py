@@ -72,7 +72,7 @@ def _layout_rule(rule_id, mutate=None):
 
 
 @pytest.mark.parametrize("rule_id", ["l-max_pool2d", "l-avg_pool2d", "l-concat3", "l-add-weight", "l-cancel",
-                                     "l-batch_norm", "l-relu6", "l-div-weight", "l-mean23-drop", "l-meanm2m1-keep"])
+                                     "l-batch_norm", "l-relu6", "l-div-weight", "l-mean23-drop", "l-mean23-keep"])
 def test_layout_rules_are_proved(rule_id):
     assert prove_rule(_layout_rule(rule_id), timeout=20).status == PROVED
 

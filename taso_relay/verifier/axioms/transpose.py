@@ -61,7 +61,7 @@ AXIOMS.append(axiom(
 LAYOUT_UNARY = ("silu", "gelu", "gelu_tanh")
 LAYOUT_BINARY = ("sub", "div", "maximum", "minimum")
 RELU6 = {"min": 0.0, "max": 6.0}
-HW_MEANS = (((2, 3), (1, 2)), ((-2, -1), (1, 2)))  # NCHW axes of the spatial mean => the NHWC ones
+HW_MEANS = (((2, 3), (1, 2)),)  # NCHW axes of the spatial mean => the NHWC ones (graphs store them sorted, >= 0)
 _P4 = _perms(4)
 _X4 = SYMS[:4]
 for _u in LAYOUT_UNARY:
@@ -81,7 +81,7 @@ for _nchw, _nhwc in HW_MEANS:
     for _keep in (False, True):
         _mean = N("mean", "y", axes=_nhwc, keepdims=_keep)
         AXIOMS.append(axiom(
-            f"mean{_nchw[0]}{_nchw[1]}_{'keep' if _keep else 'drop'}_nhwc".replace("-", "m"), "transpose",
+            f"mean{_nchw[0]}{_nchw[1]}_{'keep' if _keep else 'drop'}_nhwc", "transpose",
             N("mean", N("transpose", "y", perm=(0, 3, 1, 2)), axes=_nchw, keepdims=_keep),
             N("transpose", _mean, perm=(0, 3, 1, 2)) if _keep else _mean,
             shapes={"y": ("n", "h", "w", "c")},
