@@ -14,6 +14,7 @@ import time
 from functools import lru_cache
 
 from ..graph import Graph
+from ..graph.cse import merge_common_subexpressions
 from ..subst.apply import RewriteRejected, apply_many
 from ..subst.match import Match, Matcher, check_context
 from ..subst.rule_io import load_rules, shipped_rules_dir
@@ -67,8 +68,11 @@ def convert_layout(graph: Graph, layout: str = "nhwc", deadline: float | None = 
             graph, steps = _all_at_once(graph, matcher, deadline, limit - len(trail))
             trail.extend(steps)
             changed = changed or bool(steps)
-    # a round can end empty because the deadline passed in it: that is not the fixpoint
-    return graph, trail, not changed and time.perf_counter() < deadline
+    complete = not changed and time.perf_counter() < deadline  # a round cut short is not the fixpoint
+    # each conv got its own transpose of its input: where several read one value (an Inception
+    # block's branches, the model's input) one transpose serves them all
+    graph, _ = merge_common_subexpressions(graph)
+    return graph, trail, complete
 
 
 def _all_at_once(graph: Graph, matcher: Matcher, deadline: float, limit: int):

@@ -242,3 +242,19 @@ def test_relu6_silu_gelu_binaries_and_the_head_mean_carry_the_transpose_to_the_e
     assert len(activation_transposes(converted)) == 1
     feeds = random_feeds(g, np.random.default_rng(8))
     np.testing.assert_allclose(evaluate(converted, feeds)[0], evaluate(g, feeds)[0], rtol=1e-4, atol=1e-5)
+
+
+def test_convs_that_read_one_value_share_its_transpose():
+    rng = np.random.default_rng(9)
+    b = GraphBuilder()
+    x = b.input("x", (1, 3, 7, 7))
+    weights = [b.weight(f"w{i}", (2 + i, 3, 1, 1), value=rng.standard_normal((2 + i, 3, 1, 1)).astype("float32"))
+               for i in range(3)]
+    branches = [b.op("relu", b.op("conv2d", x, w)) for w in weights]
+    g = b.build([b.op("concat", *branches, axis=1)])
+    converted, _, complete = convert_layout(g)
+    assert complete and layouts(converted) == Counter({"NHWC": 3})
+    # the input's transpose (one, not one per conv) and the output's
+    assert len(activation_transposes(converted)) == 2
+    feeds = random_feeds(g, np.random.default_rng(10))
+    np.testing.assert_allclose(evaluate(converted, feeds)[0], evaluate(g, feeds)[0], rtol=1e-5, atol=1e-5)
