@@ -26,7 +26,8 @@ TO_NHWC = (0, 2, 3, 1)
 OIHW_TO_HWIO = (2, 3, 1, 0)
 UNARY = ("relu", "sigmoid", "tanh", "silu", "gelu", "gelu_tanh")
 BINARY = ("add", "mul", "sub", "div", "maximum", "minimum")
-RELU6 = {"min": 0.0, "max": 6.0}  # clip's bounds are literals to the verifier: MobileNets' relu6 only
+# clip's bounds are literals to the verifier: MobileNets' relu6 and hardsigmoid's clip only
+CLIPS = {"relu6": {"min": 0.0, "max": 6.0}, "clip01": {"min": 0.0, "max": 1.0}}
 HW_MEANS = (((2, 3), (1, 2)),)  # a head's spatial mean, NCHW axes => NHWC (graphs store reduce axes sorted, >= 0)
 MAX_CONCAT = 8
 
@@ -86,7 +87,8 @@ def nhwc_rules() -> list[dict]:
     ]
     for op in UNARY:
         rules.append(_pushed(f"l-{op}", "layout-push", op, {}, ["y"], nhwc))
-    rules.append(_pushed("l-relu6", "layout-push", "clip", RELU6, ["y"], nhwc))
+    for name, bounds in CLIPS.items():
+        rules.append(_pushed(f"l-{name}", "layout-push", "clip", bounds, ["y"], nhwc))
     for op in BINARY:
         rules.append(_pushed(f"l-{op}", "layout-push", op, {}, ["x", "y"],
                              {"inputs": {"x": [1, 5, 6, 3], "y": [1, 5, 6, 3]}, "vars": {}}))
@@ -110,10 +112,23 @@ def nhwc_rules() -> list[dict]:
     rules.append(_pushed("l-avg_pool2d", "layout-push", "avg_pool2d", avg, ["y"],
                          {"inputs": {"y": [1, 7, 6, 3]}, "vars": {**pool_vars, "i": False}},
                          out_attrs={**avg, "layout": "NHWC"}))
+    for op in BINARY:
+        for left in (False, True) if op in ("sub", "div") else (False,):  # the matcher commutes the others
+            rules.append(_scalar(op, left))
     for nchw, nhwc_axes in HW_MEANS:
         for keep in (False, True):
             rules.append(_mean(nchw, nhwc_axes, keep))
     return rules
+
+
+def _scalar(op, left):
+    """op(T y, s) => T(op(y, s)) for a rank-0 s (hardswish's x + 3, a scale), or op(s, T y)."""
+    args = ["s", "t"] if left else ["t", "s"]
+    return _rule(f"l-{op}-scalar{'-left' if left else ''}", "layout-push", [("y", "any"), ("s", "any")],
+                 [_t("t", "y"), _node("o", op, args)],
+                 [_node("n", op, [a if a == "s" else "y" for a in args]), _t("r", "n"), _t("u", "y")],
+                 [("o", "r"), ("t", "u")], {"inputs": {"y": [1, 5, 6, 3], "s": []}, "vars": {}},
+                 ["rank(s) == 0"])
 
 
 def _mean(nchw, nhwc_axes, keep):

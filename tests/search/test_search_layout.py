@@ -258,3 +258,28 @@ def test_convs_that_read_one_value_share_its_transpose():
     assert len(activation_transposes(converted)) == 2
     feeds = random_feeds(g, np.random.default_rng(10))
     np.testing.assert_allclose(evaluate(converted, feeds)[0], evaluate(g, feeds)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_hardswish_and_hardsigmoid_as_imported_carry_the_transpose():
+    """TVM's ONNX importer spells them with rank-0 constants on either side and literal clips:
+    x * clip(x + 3, 0, 6) / 6, then clip(0.2 * x + 0.5, 0, 1)."""
+    rng = np.random.default_rng(11)
+    b = GraphBuilder()
+
+    def scalar(name, value):
+        return b.weight(name, (), value=np.array(value, "float32"))
+
+    c = b.op("conv2d", b.input("x", (1, 3, 6, 7)), b.weight("w", (4, 3, 3, 3), value=rng.standard_normal(
+        (4, 3, 3, 3)).astype("float32")), padding=(1, 1, 1, 1))
+    hs = b.op("mul", c, b.op("div", b.op("clip", b.op("add", c, scalar("three", 3.0)), min=0.0, max=6.0),
+                             scalar("six", 6.0)))
+    sig = b.op("clip", b.op("add", b.op("mul", scalar("k", 0.2), hs), scalar("half", 0.5)), min=0.0, max=1.0)
+    g = b.build([b.op("conv2d", sig, b.weight("w2", (2, 4, 1, 1), value=rng.standard_normal(
+        (2, 4, 1, 1)).astype("float32")))])
+    converted, trail, complete = convert_layout(g)
+    assert complete and layouts(converted) == Counter({"NHWC": 2})
+    used = {m.rule.id for m, _ in trail}
+    assert {"l-add-scalar", "l-relu6", "l-div-scalar", "l-mul", "l-mul-scalar", "l-clip01"} <= used
+    assert len(activation_transposes(converted)) == 2  # the input's and the output's
+    feeds = random_feeds(g, np.random.default_rng(12))
+    np.testing.assert_allclose(evaluate(converted, feeds)[0], evaluate(g, feeds)[0], rtol=1e-5, atol=1e-5)

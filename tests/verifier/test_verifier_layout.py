@@ -72,7 +72,8 @@ def _layout_rule(rule_id, mutate=None):
 
 
 @pytest.mark.parametrize("rule_id", ["l-max_pool2d", "l-avg_pool2d", "l-concat3", "l-add-weight", "l-cancel",
-                                     "l-batch_norm", "l-relu6", "l-div-weight", "l-mean23-drop", "l-mean23-keep"])
+                                     "l-batch_norm", "l-relu6", "l-div-weight", "l-mean23-drop", "l-mean23-keep",
+                                     "l-clip01", "l-div-scalar-left"])
 def test_layout_rules_are_proved(rule_id):
     assert prove_rule(_layout_rule(rule_id), timeout=20).status == PROVED
 
@@ -91,6 +92,8 @@ def _target(data, node_id):
     ("l-mean23-keep", lambda d: d["target"].pop(1) and d["outputs"][0].__setitem__(1, "n")),  # not turned back
     ("l-relu6", lambda d: _target(d, "n")["attrs"].update(max=3.0)),  # another clip
     ("l-sub", lambda d: _target(d, "n").update(inputs=["y", "x"])),  # operands swapped
+    ("l-sub-scalar-left", lambda d: _target(d, "n").update(inputs=["y", "s"])),  # s - y turned into y - s
+    ("l-add-scalar", lambda d: d.update(constraints=[])),  # without rank(s) == 0 a vector broadcasts otherwise
 ])
 def test_a_wrong_layout_rule_is_not_proved(rule_id, mutate):
     """Neither with the concrete search nor by Z3 alone: the pool's NHWC encoding is not vacuous."""

@@ -57,10 +57,12 @@ AXIOMS.append(axiom(
 
 # What the layout rules (generator/layout_rules.py) carry an NHWC-to-NCHW transpose through beyond
 # the activations above: conv nets' other activations and element-wise binaries (rank 4 only, the
-# rules' rank), relu6 as a literal clip (MobileNets), and the global mean of a classifier head.
+# rules' rank), with a scalar too, relu6 and hardsigmoid's clips as literals (MobileNets), and the
+# global mean of a classifier head.
 LAYOUT_UNARY = ("silu", "gelu", "gelu_tanh")
 LAYOUT_BINARY = ("sub", "div", "maximum", "minimum")
-RELU6 = {"min": 0.0, "max": 6.0}
+CLIPS = {"relu6": {"min": 0.0, "max": 6.0}, "clip01": {"min": 0.0, "max": 1.0}}  # MobileNets (hardsigmoid)
+SCALAR_BINARY = ("add", "mul", "sub", "div", "maximum", "minimum")
 HW_MEANS = (((2, 3), (1, 2)),)  # NCHW axes of the spatial mean => the NHWC ones (graphs store them sorted, >= 0)
 _P4 = _perms(4)
 _X4 = SYMS[:4]
@@ -73,10 +75,21 @@ for _b in LAYOUT_BINARY:
                         N(_b, N("transpose", "x", perm="?p"), N("transpose", "y", perm="?p")),
                         guard=["rank(x) == rank(y)"], shapes={"x": _X4, "y": _X4}, domains={"p": _P4},
                         both_ways=True))
-AXIOMS.append(axiom("transpose4_relu6", "transpose", N("transpose", N("clip", "x", **RELU6), perm="?p"),
-                    N("clip", N("transpose", "x", perm="?p"), **RELU6), shapes={"x": _X4},
-                    domains={"p": _P4}, both_ways=True,
-                    doc="clip(0, 6) is element-wise: it commutes with any transpose."))
+for _name, _bounds in CLIPS.items():
+    AXIOMS.append(axiom(f"transpose4_{_name}", "transpose", N("transpose", N("clip", "x", **_bounds), perm="?p"),
+                        N("clip", N("transpose", "x", perm="?p"), **_bounds), shapes={"x": _X4},
+                        domains={"p": _P4}, both_ways=True,
+                        doc=f"clip({_bounds['min']}, {_bounds['max']}) is element-wise: it commutes with any "
+                            "transpose."))
+for _b in SCALAR_BINARY:  # a rank-0 operand (hardswish's x + 3): broadcast the same in either layout
+    for _side, _args in (("right", ("x", "s")), ("left", ("s", "x"))):
+        if (_b, _side) == ("mul", "right") or (_side == "left" and _b not in ("sub", "div")):
+            continue  # scalar.py's transpose4_smul; the matcher tries a commutative op's operands both ways
+        _t = [N("transpose", a, perm="?p") if a == "x" else a for a in _args]
+        AXIOMS.append(axiom(f"transpose4_{_b}_scalar_{_side}", "transpose",
+                            N("transpose", N(_b, *_args), perm="?p"), N(_b, *_t),
+                            guard=["rank(s) == 0"], shapes={"x": _X4, "s": ()}, domains={"p": _P4},
+                            both_ways=True))
 for _nchw, _nhwc in HW_MEANS:
     for _keep in (False, True):
         _mean = N("mean", "y", axes=_nhwc, keepdims=_keep)
