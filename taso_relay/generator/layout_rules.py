@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import argparse
 
+from ..graph.ops.registry import get_op
+
 TO_NCHW = (0, 3, 1, 2)  # an NHWC tensor read as NCHW
 TO_NHWC = (0, 2, 3, 1)
 OIHW_TO_HWIO = (2, 3, 1, 0)
@@ -113,7 +115,7 @@ def nhwc_rules() -> list[dict]:
                          {"inputs": {"y": [1, 7, 6, 3]}, "vars": {**pool_vars, "i": False}},
                          out_attrs={**avg, "layout": "NHWC"}))
     for op in BINARY:
-        for left in (False, True) if op in ("sub", "div") else (False,):  # the matcher commutes the others
+        for left in (False,) if get_op(op).commutative else (False, True):  # the matcher commutes operands
             rules.append(_scalar(op, left))
     for nchw, nhwc_axes in HW_MEANS:
         for keep in (False, True):

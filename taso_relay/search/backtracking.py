@@ -400,16 +400,18 @@ def _with_layout(layout: str, price, chosen: tuple, margin: float, deadline: flo
     every conv converted, or (where there are grouped convs) the dense ones only. A conversion the
     deadline cut short is not priced: with most convs wrapped in transposes it would lose, after a
     judge had tuned its kernels."""
-    graphs = [chosen[1]]
-    converted = []
-    # both conversions first: a judge tunes the first one's kernels (minutes) and the deadline is
-    # for the conversions only; fewer rewrites first, as judged_choice wants (dense only, then all)
-    for grouped in (False, True) if has_grouped_convs(chosen[1]) else (True,):
-        graph, steps, complete = convert_layout(chosen[1], layout, deadline, grouped=grouped)
-        if steps and complete and all(graph.hash != g.hash for g in graphs):
-            graphs.append(graph)
-            converted.append((graph, tuple(chosen[2]) + tuple(steps)))
-    return judged_choice([chosen] + [(price(g), g, trail, chosen[3]) for g, trail in converted], margin)
+    # both conversions before either is priced: a judge tunes the first one's kernels (minutes), and
+    # the deadline is for the conversions only. Fewer rewrites first, as judged_choice wants: the
+    # dense convs, then from there the grouped ones too.
+    converted, graph, trail = [], chosen[1], tuple(chosen[2])
+    for grouped in (False, True) if has_grouped_convs(graph) else (True,):
+        graph, steps, complete = convert_layout(graph, layout, deadline, grouped=grouped)
+        if not complete:
+            break
+        if steps:
+            trail += tuple(steps)
+            converted.append((graph, trail))
+    return judged_choice([chosen] + [(price(g), g, t, chosen[3]) for g, t in converted], margin)
 
 
 def resume_collection() -> None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import itertools
 
+from ...generator.layout_rules import BINARY as LAYOUT_RULE_BINARY, CLIPS, HW_MEANS, UNARY as LAYOUT_RULE_UNARY
+from ...graph.ops.registry import get_op
 from .base import N, axiom
 from .common import ACTS, UNARY_ACTS, ident, sl
 
@@ -59,11 +61,8 @@ AXIOMS.append(axiom(
 # the activations above: conv nets' other activations and element-wise binaries (rank 4 only, the
 # rules' rank), with a scalar too, relu6 and hardsigmoid's clips as literals (MobileNets), and the
 # global mean of a classifier head.
-LAYOUT_UNARY = ("silu", "gelu", "gelu_tanh")
-LAYOUT_BINARY = ("sub", "div", "maximum", "minimum")
-CLIPS = {"relu6": {"min": 0.0, "max": 6.0}, "clip01": {"min": 0.0, "max": 1.0}}  # MobileNets (hardsigmoid)
-SCALAR_BINARY = ("add", "mul", "sub", "div", "maximum", "minimum")
-HW_MEANS = (((2, 3), (1, 2)),)  # NCHW axes of the spatial mean => the NHWC ones (graphs store them sorted, >= 0)
+LAYOUT_UNARY = tuple(u for u in LAYOUT_RULE_UNARY if u not in UNARY_ACTS)
+LAYOUT_BINARY = tuple(b for b in LAYOUT_RULE_BINARY if b not in ("add", "mul"))  # those two: every rank, above
 _P4 = _perms(4)
 _X4 = SYMS[:4]
 for _u in LAYOUT_UNARY:
@@ -81,9 +80,9 @@ for _name, _bounds in CLIPS.items():
                         domains={"p": _P4}, both_ways=True,
                         doc=f"clip({_bounds['min']}, {_bounds['max']}) is element-wise: it commutes with any "
                             "transpose."))
-for _b in SCALAR_BINARY:  # a rank-0 operand (hardswish's x + 3): broadcast the same in either layout
+for _b in LAYOUT_RULE_BINARY:  # a rank-0 operand (hardswish's x + 3): broadcast the same in either layout
     for _side, _args in (("right", ("x", "s")), ("left", ("s", "x"))):
-        if (_b, _side) == ("mul", "right") or (_side == "left" and _b not in ("sub", "div")):
+        if (_b, _side) == ("mul", "right") or (_side == "left" and get_op(_b).commutative):
             continue  # scalar.py's transpose4_smul; the matcher tries a commutative op's operands both ways
         _t = [N("transpose", a, perm="?p") if a == "x" else a for a in _args]
         AXIOMS.append(axiom(f"transpose4_{_b}_scalar_{_side}", "transpose",
