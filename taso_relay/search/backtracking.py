@@ -395,23 +395,35 @@ def judged_choice(options: list, margin: float):
     return chosen
 
 
-def _with_layout(layout: str, price, chosen: tuple, margin: float, deadline: float) -> tuple:
+def _with_layout(layout: str, price, chosen: tuple, margin: float, deadline: float, priced: list) -> tuple:
     """`chosen` (cost, graph, trail, saturated), or its layout conversion where `price` prefers that:
     every conv converted, or (where there are grouped convs) the dense ones only. A conversion the
     deadline cut short is not priced: with most convs wrapped in transposes it would lose, after a
-    judge had tuned its kernels."""
+    judge had tuned its kernels. Each conversion priced is added to `priced` (_priced)."""
     # both conversions before either is priced: a judge tunes the first one's kernels (minutes), and
     # the deadline is for the conversions only. Fewer rewrites first, as judged_choice wants: the
     # dense convs, then from there the grouped ones too.
     converted, graph, trail = [], chosen[1], tuple(chosen[2])
-    for grouped in (False, True) if has_grouped_convs(graph) else (True,):
+    grouped_too = has_grouped_convs(graph)
+    for grouped in (False, True) if grouped_too else (True,):
         graph, steps, complete = convert_layout(graph, layout, deadline, grouped=grouped)
         if not complete:
+            priced.append({"graph": f"{layout.upper()}: conversion cut short by the time limit", "cost": None,
+                           "rewrites": len(trail)})
             break
         if steps:
             trail += tuple(steps)
-            converted.append((graph, trail))
-    return judged_choice([chosen] + [(price(g), g, t, chosen[3]) for g, t in converted], margin)
+            label = "dense convs" if grouped_too and not grouped else "every conv"
+            converted.append((f"{layout.upper()}, {label}", graph, trail))
+    options = [(price(g), g, t, chosen[3]) for _, g, t in converted]
+    priced.extend(_priced([name for name, _, _ in converted], options))
+    return judged_choice([chosen] + options, margin)
+
+
+def _priced(names: list[str], options: list) -> list[dict]:
+    """The report's record of graphs weighed against each other: what each was, its price, how many
+    rewrites it took. Users asked why a rewrite they expected (NHWC) was not made; this says."""
+    return [{"graph": name, "cost": option[0], "rewrites": len(option[2])} for name, option in zip(names, options)]
 
 
 def resume_collection() -> None:
@@ -469,7 +481,7 @@ def backtracking_search(graph: Graph, rules: Iterable[Rule | Matcher] | RuleInde
     start = time.perf_counter()
     if not isinstance(rules, RuleIndex):
         rules = RuleIndex(rules)
-    contested = None
+    contested, priced = None, []
     collecting = gc.isenabled()
     gc.disable()  # the search makes many small acyclic objects; cycle collection only slows it
     try:
@@ -500,6 +512,7 @@ def backtracking_search(graph: Graph, rules: Iterable[Rule | Matcher] | RuleInde
             cost_first = judged(first_graph) if first_graph is not None else before
             options = [(before, graph, (), ()), (judged(searched), searched, tuple(first_trail), ()),
                        (judged(result), result, trail, ())]
+            names = ["input", "first phase", "search"]
             refused: list = []
             if saturate_merges:
                 merges, hoists = merges_and_hoists(rules)
@@ -507,11 +520,14 @@ def backtracking_search(graph: Graph, rules: Iterable[Rule | Matcher] | RuleInde
                                                judge=judged, hoist=hoists, margin=judge_margin, refused=refused)
                 if steps:
                     options.append((judged(merged_graph), merged_graph, trail + tuple(steps), tuple(steps)))
+                    names.append("merges saturated")
+            priced = _priced(names, options)
             searched_trail = trail
             after, result, trail, saturated = judged_choice(options, judge_margin)
             if layout is not None:
                 after, result, trail, saturated = _with_layout(layout, judged, (after, result, trail, saturated),
-                                                               judge_margin, time.perf_counter() + time_limit / 2)
+                                                               judge_margin, time.perf_counter() + time_limit / 2,
+                                                               priced)
             # The judge times kernels alone, and a model can run otherwise (full NASRNN's merges: judged
             # 2.5% dearer, priced 7% cheaper by the search's model, measured 0.9x to 1.45x end to end on
             # two threads, as the machine's other tenants allowed).
@@ -526,8 +542,9 @@ def backtracking_search(graph: Graph, rules: Iterable[Rule | Matcher] | RuleInde
             if not trail:
                 found_at = start
         elif layout is not None:
+            priced = [{"graph": "search", "cost": after, "rewrites": len(trail)}]
             after, result, trail, _ = _with_layout(layout, cost_fn, (after, result, trail, ()), judge_margin,
-                                                   time.perf_counter() + time_limit / 2)
+                                                   time.perf_counter() + time_limit / 2, priced)
         if after >= before and result is not graph:  # a tie (duplicates merged at no gain): the input itself
             result, trail, after, saturated, first_trail, merged, found_at = graph, (), before, (), (), 0, start
     finally:
@@ -547,7 +564,7 @@ def backtracking_search(graph: Graph, rules: Iterable[Rule | Matcher] | RuleInde
                   **({"judge": getattr(judge, "name", type(judge).__name__),
                       "judge_seconds": round(judged.seconds, 3)} if judged else {})},
         first_phase=len(first_trail), cost_first=cost_first, merged=merged, first_graph=first_graph,
-        saturated=len(saturated),
+        saturated=len(saturated), priced=priced,
     )
     if contested is not None:
         graph_c, trail_c, report.contested_cost, report.contested_saturated = contested

@@ -41,6 +41,9 @@ class SearchReport:
     contested_cost: float | None = None
     contested_saturated: int = 0
     contested_graph: object = field(default=None, repr=False, compare=False)
+    # The graphs a judge (or the layout step) weighed: [{"graph", "cost", "rewrites"}], in the order
+    # weighed; a later one is taken only where it is priced judge_margin cheaper than the one before.
+    priced: list[dict] = field(default_factory=list)
 
     @property
     def improvement(self) -> float:
@@ -100,6 +103,10 @@ class SearchReport:
             lines.append(f"  {self.merged} duplicate nodes merged (common subexpressions)")
         if self.settings:
             lines.append("  settings: " + ", ".join(f"{k}={v}" for k, v in self.settings.items()))
+        if self.priced:
+            lines.append("  priced: " + "; ".join(
+                f"{p['graph']} {_fmt(p['cost']) if p['cost'] is not None else 'not priced'}"
+                f" ({p['rewrites']} rewrites)" for p in self.priced))
         if not self.applied:
             lines.append("  no rewrite applied")
         if self.contested and self.contested != self.applied:

@@ -207,9 +207,18 @@ class GroupedDear(PrefersNHWC):
 def test_the_judge_chooses_between_every_conv_and_the_dense_ones_only(grouped_factor, grouped_layout, delay):
     """Also when pricing a conversion outlasts the conversions' time (a judge tuning kernels)."""
     g = separable()
-    best, _ = optimize(g, [], AnalyticCost(PEAKS, lowering="tuning"), time_limit=2,
-                       judge=GroupedDear(0.7, grouped_factor, delay), layout="nhwc")
+    judge = GroupedDear(0.7, grouped_factor, delay)
+    best, report = optimize(g, [], AnalyticCost(PEAKS, lowering="tuning"), time_limit=2, judge=judge, layout="nhwc")
     assert conv_layouts(best) == Counter({(False, "NHWC"): 3, (True, grouped_layout): 2})
+    # the report names every graph the judge weighed, at the judge's price; the one kept is the cheapest
+    named = {p["graph"]: p for p in report.priced}
+    assert list(named) == ["input", "first phase", "search", "NHWC, dense convs", "NHWC, every conv"]
+    dense, every = named["NHWC, dense convs"], named["NHWC, every conv"]
+    assert (dense["cost"] < every["cost"]) is (grouped_layout == "NCHW")
+    assert min(p["cost"] for p in report.priced) == report.cost_after == judge.graph_cost(best)
+    assert 0 < dense["rewrites"] < every["rewrites"]
+    assert (dense if grouped_layout == "NCHW" else every)["rewrites"] == len(report.applied)
+    assert "priced: input" in report.to_text() and "NHWC, every conv" in report.to_text()
     feeds = random_feeds(g, np.random.default_rng(6))
     np.testing.assert_allclose(evaluate(best, feeds)[0], evaluate(g, feeds)[0], rtol=1e-4, atol=1e-5)
 
