@@ -123,6 +123,11 @@ def _report_value(report, *names):
     return None
 
 
+# A function report's graphs, weights and all, printed as text made a results file megabytes long
+# (2.7 MB for full Inception-v3); the report's op counts say what they held.
+_NOT_RECORDED = ("graph_before", "graph_after")
+
+
 def _jsonable(value):
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
@@ -133,7 +138,7 @@ def _jsonable(value):
     if hasattr(value, "to_dict"):
         return _jsonable(value.to_dict())
     if hasattr(value, "__dict__"):
-        return {k: _jsonable(v) for k, v in vars(value).items() if not k.startswith("_")}
+        return {k: _jsonable(v) for k, v in vars(value).items() if not k.startswith("_") and k not in _NOT_RECORDED}
     return str(value)
 
 

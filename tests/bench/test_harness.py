@@ -150,6 +150,11 @@ def test_taso_report_summary_handles_todays_and_future_reports():
     assert later["rules_applied"] == 2 and later["graphs_explored"] == 17
     assert configs.summarize_taso_report(None)["rules_applied"] is None
     json.dumps(later)  # stays JSON-serialisable
+    weights = {"w": np.zeros((64, 64, 3, 3), "float32")}
+    kept = configs.summarize_taso_report({"main": FR("optimized", graph_before=weights, graph_after=weights,
+                                                     check="region: equal")})
+    assert "graph_before" not in kept["report"]["main"] and "graph_after" not in kept["report"]["main"]
+    assert kept["report"]["main"]["check"] == "region: equal"
 
 
 def test_committed_readme_tables_match_their_json():
