@@ -5,8 +5,8 @@ better on x86 (a 3x3 conv measured 1.07x faster, issue #6). One conv alone to
 NHWC costs two transposes; the gain comes when every conv is converted and the
 transposes between them cancel. These rules are the steps of that: a conv
 becomes the NHWC conv between transposes, the NHWC-to-NCHW transpose moves down
-through element-wise operators, batch norms, concats, pools and a head's spatial mean, and meets the next conv's
-NCHW-to-NHWC transpose, where the pair cancels.
+through element-wise operators, batch norms, concats, pools, pads, slices and a head's spatial mean, and meets
+the next conv's NCHW-to-NHWC transpose, where the pair cancels.
 
 A transpose that other operators still read stays for them: every rule that
 consumes one also maps it (a second output), so a match is never refused
@@ -32,6 +32,8 @@ BINARY = ("add", "mul", "sub", "div", "maximum", "minimum")
 CLIPS = {"relu6": {"min": 0.0, "max": 6.0}, "clip01": {"min": 0.0, "max": 1.0}}
 HW_MEANS = (((2, 3), (1, 2)),)  # a head's spatial mean, NCHW axes => NHWC (graphs store reduce axes sorted, >= 0)
 MAX_CONCAT = 8
+# strided slices over NCHW axes (unit strides): a channel range, H, W, or both (NASNet's shifted path)
+SLICE_AXES = ((1,), (2,), (3,), (2, 3))
 
 CONV_ATTRS = {"strides": "?s", "padding": "?p", "dilation": "?d", "groups": "?g", "activation": "?act"}
 POOL_ATTRS = {"kernel": "?k", "strides": "?s", "padding": "?p", "dilation": "?d", "ceil_mode": "?c"}
@@ -114,6 +116,16 @@ def nhwc_rules() -> list[dict]:
     rules.append(_pushed("l-avg_pool2d", "layout-push", "avg_pool2d", avg, ["y"],
                          {"inputs": {"y": [1, 7, 6, 3]}, "vars": {**pool_vars, "i": False}},
                          out_attrs={**avg, "layout": "NHWC"}))
+    rules.append(_pushed("l-pad", "layout-push", "pad", {"pad_width": "?pw", "value": "?v"}, ["y"],
+                         {"inputs": {"y": [1, 5, 6, 3]}, "vars": {"pw": [0, 0, 0, 0, 0, 1, 0, 1], "v": 0.0}},
+                         out_attrs={"pad_width": f"=({_nhwc_pairs('?pw')})", "value": "?v"}))
+    for axes in SLICE_AXES:
+        n = len(axes)
+        rules.append(_pushed(f"l-slice{''.join(map(str, axes))}", "layout-push", "strided_slice",
+                             {"axes": list(axes), "begin": "?b", "end": "?e", "strides": [1] * n}, ["y"],
+                             {"inputs": {"y": [1, 5, 6, 3]}, "vars": {"b": [1] * n, "e": [4] * n}},
+                             out_attrs={"axes": [TO_NCHW[a] for a in axes], "begin": "?b", "end": "?e",
+                                        "strides": [1] * n}))
     for op in BINARY:
         for left in (False,) if get_op(op).commutative else (False, True):  # the matcher commutes operands
             rules.append(_scalar(op, left))
@@ -121,6 +133,11 @@ def nhwc_rules() -> list[dict]:
         for keep in (False, True):
             rules.append(_mean(nchw, nhwc_axes, keep))
     return rules
+
+
+def _nhwc_pairs(widths: str) -> str:
+    """An NCHW pad_width's (before, after) pairs in NHWC order, as an expression over the variable."""
+    return ", ".join(f"{widths}[{2 * a}], {widths}[{2 * a + 1}]" for a in TO_NHWC)
 
 
 def _scalar(op, left):

@@ -9,7 +9,7 @@ axioms (the constants become the bound variables of a ForAll).
 
 Graph operators map onto the functions of vocab.py: ``split`` becomes one
 ``slice`` per output, an n-ary ``concat`` a left fold of binary ones, a
-single-axis unit-stride ``strided_slice`` a ``slice``; operators the verifier
+unit-stride ``strided_slice`` one ``slice`` per axis; operators the verifier
 has no theory for become uninterpreted functions keyed by their (literal)
 attributes, so they are still handled by congruence.
 """
@@ -344,15 +344,21 @@ def encode_op(op: str, attrs: Mapping[str, Any], args: list) -> Built:
             b.extra.append(as_int(s) >= 1)
             lo = hi
         b.extra.append(as_int(lo) == V.dim(x, ax))
-    elif op == "strided_slice" and isinstance(a["axes"], tuple) and len(a["axes"]) == 1 \
-            and tuple(a["strides"]) in ((), (1,)):
-        (x,) = args
-        b.outputs = [_apply(b, "slice", [_axis(a["axes"][0], x), a["begin"][0], a["end"][0]], [x])]
+    elif op == "strided_slice" and isinstance(a["axes"], tuple) and a["axes"] \
+            and isinstance(a["strides"], tuple) and all(_py(s) and s == 1 for s in a["strides"]):
+        out = args[0]  # unit strides: one single-axis slice per axis, in order
+        for k, ax in enumerate(a["axes"]):
+            out = _apply(b, "slice", [_axis(ax, out), a["begin"][k], a["end"][k]], [out])
+        b.outputs = [out]
     elif op == "transpose":
         perm = a["perm"]
         if not isinstance(perm, tuple) or len(perm) not in V.TRANSPOSE_RANKS:
             raise Unsupported(f"transpose perm {perm!r}")
         b.outputs = [_apply(b, f"transpose{len(perm)}", list(perm), args)]
+    elif op == "pad" and isinstance(a["pad_width"], tuple) and len(a["pad_width"]) // 2 in V.PAD_RANKS \
+            and len(a["pad_width"]) % 2 == 0:
+        b.outputs = [_apply(b, f"pad{len(a['pad_width']) // 2}", [*a["pad_width"], _literal_code("value", a["value"])],
+                            args)]
     elif op == "enlarge":
         b.outputs = [_apply(b, "enlarge", list(_tuple(a["kernel"], 2, "kernel")), args)]
     elif op in ("max_pool2d", "avg_pool2d") and a["layout"] in DATA_TO_NCHW:
@@ -413,12 +419,16 @@ def _batch_norm(b: Built, a, args):
     float is interned like a string, so equal epsilons give equal terms."""
     x = args[0]
     ax = _axis(a["axis"], x)
-    eps = a["epsilon"]
-    eps = V.string_code(f"epsilon:{float(eps)!r}") if isinstance(eps, (int, float)) else as_int(eps)
-    out = _apply(b, "batch_norm", [ax, eps], args)
+    out = _apply(b, "batch_norm", [ax, _literal_code("epsilon", a["epsilon"])], args)
     b.facts += [ax >= 0, ax < V.rank(x), V.shp(out) == V.shp(x)]
     b.facts += [z3.And(V.rank(p) == 1, V.dim(p, 0) == V.dim(x, ax)) for p in args[1:]]
     return out
+
+
+def _literal_code(what: str, value):
+    """A float parameter the theory treats as opaque (an epsilon, a pad value): a rule variable stays an
+    Int, a literal is interned like a string, so equal literals give equal terms."""
+    return V.string_code(f"{what}:{float(value)!r}") if isinstance(value, (int, float)) else as_int(value)
 
 
 def _opaque(b: Built, op, attrs, args):

@@ -93,6 +93,12 @@ def facts(name: str, ints, args, out) -> list:
         r = len(ints)
         return f + [rank(x) == r, z3.Distinct(*ints) if r > 1 else z3.BoolVal(True)] + \
             [z3.And(p >= 0, p < r) for p in ints] + _dims_are(out, [dim(x, p) for p in ints])
+    if name.startswith("pad"):
+        (x,) = args
+        widths = ints[:-1]
+        r = len(widths) // 2
+        return f + [rank(x) == r] + [w >= 0 for w in widths] + \
+            _dims_are(out, [dim(x, i) + widths[2 * i] + widths[2 * i + 1] for i in range(r)])
     if name == "enlarge":
         kh, kw = ints
         (w,) = args

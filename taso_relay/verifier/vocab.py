@@ -79,8 +79,11 @@ SIGNATURES: dict[str, tuple[int, int]] = {
 }
 TRANSPOSE_RANKS = range(1, 7)
 ONES_RANKS = range(0, 7)
+PAD_RANKS = range(1, 7)
 for _r in TRANSPOSE_RANKS:
     SIGNATURES[f"transpose{_r}"] = (_r, 1)
+for _r in PAD_RANKS:
+    SIGNATURES[f"pad{_r}"] = (2 * _r + 1, 1)  # (before, after) per axis, then the value's code (encode.py)
 for _r in ONES_RANKS:
     SIGNATURES[f"ones{_r}"] = (_r, 0)
 

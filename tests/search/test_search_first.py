@@ -1,6 +1,7 @@
 """Rules marked to run first (the batch-norm folds) apply everywhere before the search."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from rewrite_helpers import assert_same_outputs
 from test_search_norm import activation_batch_norms
@@ -15,7 +16,8 @@ from taso_relay.subst import default_rules
 @pytest.fixture(scope="module")
 def fold_rules():
     rules = first_phase_rules(default_rules())
-    assert {m.rule.id for m in rules} == {"h-bn-conv", "h-bn-conv-bias"}
+    assert {m.rule.id for m in rules} == {"h-bn-conv", "h-bn-conv-bias", "h-pad-conv", "h-pad-avg_pool2d",
+                                              "h-pad-avg_pool2d-uncounted"}
     return [m.rule for m in rules]
 
 
@@ -54,3 +56,35 @@ def test_first_phase_can_be_switched_off(fold_rules):
     best, report = backtracking_search(g, fold_rules, FixedCost({"conv2d": 10.0, "batch_norm": 3.0}),
                                        budget=0, time_limit=5, first_phase=False)
     assert best.hash == g.hash and not report.applied
+
+
+def explicit_pads():
+    """A TF export's stem and a 'SAME' strided conv: zero pads before 'VALID' convs and an average pool that
+    counts its padding; a pad with another value and one of the channels must stay."""
+    rng = np.random.default_rng(3)
+    b = GraphBuilder()
+
+    def w(name, shape):
+        return b.weight(name, shape, value=(rng.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))).astype("float32"))
+
+    y = b.op("pad", b.input("x", (1, 3, 11, 10)), pad_width=(0, 0, 0, 0, 3, 3, 2, 3))
+    y = b.op("relu", b.op("conv2d", y, w("w0", (6, 3, 7, 7)), strides=(2, 2)))
+    y = b.op("conv2d", b.op("pad", y, pad_width=(0, 0, 0, 0, 0, 1, 0, 1)), w("w1", (6, 6, 3, 3)), strides=(2, 2),
+             padding=(1, 0, 0, 1))
+    y = b.op("avg_pool2d", b.op("pad", y, pad_width=(0, 0, 0, 0, 1, 1, 1, 1)), kernel=(3, 3),
+             count_include_pad=True)
+    kept = b.op("conv2d", b.op("pad", y, pad_width=(0, 0, 0, 0, 1, 1, 1, 1), value=1.0), w("w2", (4, 6, 3, 3)))
+    channels = b.op("conv2d", b.op("pad", y, pad_width=(0, 0, 1, 1, 1, 1, 1, 1)), w("w3", (4, 8, 3, 3)))
+    return b.build([kept, channels])
+
+
+def test_zero_pads_of_h_and_w_fold_into_the_conv_or_pool_after_them(fold_rules):
+    g = explicit_pads()
+    best, report = optimize(g, fold_rules, FixedCost({"conv2d": 10.0, "pad": 1.0, "avg_pool2d": 2.0}),
+                            budget=0, time_limit=5)
+    assert sorted(a.rule_id for a in report.applied) == ["h-pad-avg_pool2d", "h-pad-conv", "h-pad-conv"]
+    assert [n.attr_dict["pad_width"] for n in best.nodes if n.op == "pad"] == [(0, 0, 0, 0, 1, 1, 1, 1),
+                                                                             (0, 0, 1, 1, 1, 1, 1, 1)]
+    paddings = [n.attr_dict["padding"] for n in best.nodes if n.op in ("conv2d", "avg_pool2d")]
+    assert paddings[:3] == [(3, 2, 3, 3), (1, 0, 1, 2), (1, 1, 1, 1)]  # (top, left, bottom, right)
+    assert_same_outputs(g, best)

@@ -292,3 +292,37 @@ def test_hardswish_and_hardsigmoid_as_imported_carry_the_transpose():
     assert len(activation_transposes(converted)) == 2  # the input's and the output's
     feeds = random_feeds(g, np.random.default_rng(12))
     np.testing.assert_allclose(evaluate(converted, feeds)[0], evaluate(g, feeds)[0], rtol=1e-5, atol=1e-5)
+
+
+def shifted_paths():
+    """NASNet's factorized reduction: one path pools the input, the other pads H and W by one after,
+    drops the first row and column (a strided slice on two axes) and pools; then a channel slice."""
+    rng = np.random.default_rng(13)
+    b = GraphBuilder()
+
+    def w(name, shape):
+        return b.weight(name, shape, value=(rng.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))).astype("float32"))
+
+    r = b.op("relu", b.op("conv2d", b.input("x", (1, 3, 8, 8)), w("w0", (6, 3, 3, 3)), padding=(1, 1, 1, 1)))
+    pool = dict(kernel=(1, 1), strides=(2, 2), count_include_pad=False)
+    p1 = b.op("conv2d", b.op("avg_pool2d", r, **pool), w("w1", (4, 6, 1, 1)))
+    shifted = b.op("strided_slice", b.op("pad", r, pad_width=(0, 0, 0, 0, 0, 1, 0, 1)), axes=(2, 3), begin=(1, 1),
+                   end=(9, 9), strides=(1, 1))
+    p2 = b.op("conv2d", b.op("avg_pool2d", shifted, **pool), w("w2", (4, 6, 1, 1)))
+    cat = b.op("concat", p1, p2, axis=1)
+    head = b.op("strided_slice", cat, axes=(1,), begin=(2,), end=(7,), strides=(1,))
+    return b.build([b.op("conv2d", head, w("w3", (3, 5, 1, 1)))])
+
+
+def test_a_pad_and_slices_on_two_axes_or_the_channels_carry_the_transpose():
+    g = shifted_paths()
+    converted, trail, complete = convert_layout(g)
+    assert complete and layouts(converted) == Counter({"NHWC": 4})
+    assert [n.attr_dict["layout"] for n in converted.nodes if n.op == "avg_pool2d"] == ["NHWC"] * 2
+    used = {m.rule.id for m, _ in trail}
+    assert {"l-pad", "l-slice23", "l-slice1", "l-avg_pool2d", "l-concat2"} <= used
+    assert len(activation_transposes(converted)) == 2  # the input's and the output's
+    pads = [n for n in converted.nodes if n.op == "pad"]
+    assert [n.attr_dict["pad_width"] for n in pads] == [(0, 0, 0, 1, 0, 1, 0, 0)]  # H and W are axes 1, 2 now
+    feeds = random_feeds(g, np.random.default_rng(14))
+    np.testing.assert_allclose(evaluate(converted, feeds)[0], evaluate(g, feeds)[0], rtol=1e-5, atol=1e-5)

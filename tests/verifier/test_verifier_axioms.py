@@ -93,6 +93,23 @@ WRONG = [
           N("transpose", N("batch_norm", "y", "g", "b", "m", "v", axis=2, epsilon="?e"), perm=(0, 3, 1, 2)),
           shapes={"y": ("n", "h", "c", "c"), **{p: ("c",) for p in "gbmv"}}, dims={"c": (2, 3)},
           domains={"e": (1e-5,)}),
+    # a pad folded into a conv's padding with the pad's (before, after) read as the conv's (top, left)
+    axiom("wrong_conv_pad_order", "pad",
+          N("conv2d", N("pad", "x", pad_width="?pw", value=0.0), "k"),
+          N("conv2d", "x", "k", padding="=(?pw[4], ?pw[5], ?pw[6], ?pw[7])"),
+          shapes={"x": ("n", "c", "h", "w"), "k": ("o", "c", 3, 3)}, dims={"h": (3, 4), "w": (3, 4)},
+          domains={"pw": ((0, 0, 0, 0, 0, 2, 1, 0), (0, 0, 0, 0, 1, 0, 0, 1))}),
+    # a pad of another value folded the same way
+    axiom("wrong_conv_pad_value", "pad",
+          N("conv2d", N("pad", "x", pad_width=(0, 0, 0, 0, 1, 1, 1, 1), value=1.0), "k"),
+          N("conv2d", "x", "k", padding=(1, 1, 1, 1)),
+          shapes={"x": ("n", "c", "h", "w"), "k": ("o", "c", 3, 3)}),
+    # a transpose moving the widths of axis i to axis p[i] (the inverse permutation)
+    axiom("wrong_transpose_pad", "pad",
+          N("transpose", N("pad", "x", pad_width="?pw", value=0.0), perm="?p"),
+          N("pad", N("transpose", "x", perm="?p"), pad_width="=(?pw[2 * ?p[?p[0]]], ?pw[2 * ?p[?p[0]] + 1], "
+            "?pw[2 * ?p[?p[1]]], ?pw[2 * ?p[?p[1]] + 1], ?pw[2 * ?p[?p[2]]], ?pw[2 * ?p[?p[2]] + 1])", value=0.0),
+          shapes={"x": ("a", "b", "c")}, domains={"p": ((1, 2, 0), (2, 0, 1)), "pw": ((0, 1, 2, 0, 1, 3),)}),
 ]
 
 

@@ -73,7 +73,7 @@ def _layout_rule(rule_id, mutate=None):
 
 @pytest.mark.parametrize("rule_id", ["l-max_pool2d", "l-avg_pool2d", "l-concat3", "l-add-weight", "l-cancel",
                                      "l-batch_norm", "l-relu6", "l-div-weight", "l-mean23-drop", "l-mean23-keep",
-                                     "l-clip01", "l-div-scalar-left"])
+                                     "l-clip01", "l-div-scalar-left", "l-pad", "l-slice23", "l-slice1"])
 def test_layout_rules_are_proved(rule_id):
     assert prove_rule(_layout_rule(rule_id), timeout=20).status == PROVED
 
@@ -94,6 +94,11 @@ def _target(data, node_id):
     ("l-sub", lambda d: _target(d, "n").update(inputs=["y", "x"])),  # operands swapped
     ("l-sub-scalar-left", lambda d: _target(d, "n").update(inputs=["y", "s"])),  # s - y turned into y - s
     ("l-add-scalar", lambda d: d.update(constraints=[])),  # without rank(s) == 0 a vector broadcasts otherwise
+    ("l-pad", lambda d: _target(d, "n")["attrs"].update(  # the NHWC widths taken in the inverse order
+        pad_width="=(?pw[0], ?pw[1], ?pw[6], ?pw[7], ?pw[2], ?pw[3], ?pw[4], ?pw[5])")),
+    ("l-pad", lambda d: _target(d, "n")["attrs"].update(value=0.0)),  # any pad value made zero
+    ("l-slice23", lambda d: _target(d, "n")["attrs"].update(axes=[2, 1])),  # H and W swapped
+    ("l-slice1", lambda d: _target(d, "n")["attrs"].update(axes=[1])),  # the channel slice left on NCHW's axis
 ])
 def test_a_wrong_layout_rule_is_not_proved(rule_id, mutate):
     """Neither with the concrete search nor by Z3 alone: the pool's NHWC encoding is not vacuous."""
@@ -111,3 +116,4 @@ def test_the_shipped_layout_file_is_what_the_generator_writes():
     strip = lambda r: (r.id, r.text, r.inputs, r.example, r.provenance)  # noqa: E731
     assert [strip(r) for r in shipped] == [strip(r) for r in fresh]
     assert all(r.status == "PROVED" for r in shipped)
+

@@ -26,6 +26,8 @@ CASES = [
     ("strided_slice", [(4, 6)], {"axes": (0,), "begin": (-3,), "end": (4,)}),
     ("transpose", [(2, 3, 4, 5)], {"perm": (0, 2, 3, 1)}),
     ("enlarge", [(4, 2, 1, 3)], {"kernel": (5, 3)}),
+    ("pad", [(1, 2, 6, 5)], {"pad_width": (0, 1, 0, 0, 2, 1, 0, 3), "value": 0.0}),
+    ("pad", [(3, 4)], {"pad_width": (1, 0, 2, 2), "value": -1.5}),
     ("max_pool2d", [(1, 2, 6, 5)], dict(kernel=(3, 3), strides=(2, 2), padding=(1, 1, 1, 1))),
     ("avg_pool2d", [(1, 2, 6, 5)], dict(kernel=(2, 3), strides=(1, 2), count_include_pad=True)),
     ("add", [(2, 3), (2, 3)], {}),

@@ -1,7 +1,7 @@
 """The operator properties, one small file per operator family."""
 from __future__ import annotations
 
-from . import activation, batched, concat_split, constants, elementwise, enlarge, linear, pool, scalar, transpose
+from . import activation, batched, concat_split, constants, elementwise, enlarge, linear, pad, pool, scalar, transpose
 from .base import Axiom, N, Z3Axiom, axiom, to_z3
 from . import norm
 
@@ -17,6 +17,7 @@ FAMILIES = {
     "scalar": scalar.AXIOMS,
     "batched": batched.AXIOMS,
     "norm": norm.AXIOMS,
+    "pad": pad.AXIOMS,
 }
 ALL: list[Axiom] = [a for family in FAMILIES.values() for a in family]
 BY_NAME = {a.name: a for a in ALL}
