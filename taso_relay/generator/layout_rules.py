@@ -19,9 +19,9 @@ since a layout-blind cost model sees only the transposes.
 """
 from __future__ import annotations
 
-import argparse
 
 from ..graph.ops.registry import get_op
+from .handwritten import write_main
 
 TO_NCHW = (0, 3, 1, 2)  # an NHWC tensor read as NCHW
 TO_NHWC = (0, 2, 3, 1)
@@ -166,21 +166,9 @@ def _mean(nchw, nhwc_axes, keep):
 
 
 def main(argv=None) -> int:
-    from pathlib import Path
-
-    from ..subst.rule_io import load_rules, rule_from_dict, save_rules
-
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", required=True)
-    args = p.parse_args(argv)
-    rules = [rule_from_dict(r) for r in nhwc_rules()]
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    save_rules(args.out, rules, {"generator": {
-        "name": "handwritten", "version": 1,
-        "doc": "Convs to NHWC and the transposes carried through element-wise ops, batch norms, concats and pools "
-               "until they cancel (taso_relay/generator/layout_rules.py). Used by the layout step, not the search."}})
-    load_rules(Path(args.out), status=None)  # the file reads back
-    return 0
+    return write_main(argv, __doc__.splitlines()[0], nhwc_rules, (
+        "Convs to NHWC and the transposes carried through element-wise ops, batch norms, concats and pools "
+        "until they cancel (taso_relay/generator/layout_rules.py). Used by the layout step, not the search."))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """Attribute templates and sampling domains shared by the axiom families."""
 from __future__ import annotations
 
+import itertools
+
 from .base import N
 
 ACTS = ("none", "relu", "sigmoid", "tanh")
@@ -19,6 +21,13 @@ CONV1_DOMAINS = {k: v for k, v in CONV_DOMAINS.items() if k != "g"}
 X4 = ("n", "c", "h", "w")
 W4 = ("o", "=?c // ?g", "kh", "kw")
 W4_1 = ("o", "c", "kh", "kw")
+SYMS = ("d0", "d1", "d2", "d3")  # symbolic dims of a tensor of rank up to 4
+
+
+def perms(r):
+    """Every permutation of rank r, the identity last (the sampled instances try a real move first)."""
+    ps = list(itertools.permutations(range(r)))
+    return tuple(ps[1:] + ps[:1])
 
 POOL = {"kernel": "?k", "strides": "?s", "padding": "?p", "ceil_mode": "?cm"}
 POOL_DOMAINS = {

@@ -6,16 +6,13 @@ the theory (a literal is interned like an epsilon): only a zero pad folds.
 """
 from __future__ import annotations
 
+from ...generator.pad_rules import GROWN_PADDING as _GROWN, SPATIAL_ONLY as _SPATIAL_ONLY
 from .base import N, axiom
-from .common import ACTS, CONV, CONV_DOMAINS, POOL_DOMAINS
-from .transpose import SYMS, _perms
+from .common import ACTS, CONV, CONV_DOMAINS, POOL_DOMAINS, SYMS, perms
 
-# pad_width is (before, after) per axis; NCHW's H is entries 4, 5 and W is 6, 7; a conv's padding is
-# (top, left, bottom, right)
+# pad_width is (before, after) per axis: NCHW's H is entries 4, 5 and W is 6, 7
 _WIDTHS4 = ((0, 0, 0, 0, 1, 1, 1, 1), (0, 0, 0, 0, 0, 2, 1, 0), (0, 0, 0, 0, 2, 0, 0, 3), (0, 1, 0, 0, 1, 1, 0, 0),
             (0, 0, 1, 0, 0, 1, 0, 1))
-_SPATIAL_ONLY = ["?pw[0] == 0", "?pw[1] == 0", "?pw[2] == 0", "?pw[3] == 0"]
-_GROWN = "=(?p[0] + ?pw[4], ?p[1] + ?pw[6], ?p[2] + ?pw[5], ?p[3] + ?pw[7])"
 _X4 = ("n", "c", "h", "w")
 
 AXIOMS = [
@@ -41,5 +38,5 @@ for _r in (2, 3, 4):
     AXIOMS.append(axiom(
         f"transpose{_r}_pad", "pad", N("transpose", N("pad", "x", pad_width="?pw", value="?v"), perm="?p"),
         N("pad", N("transpose", "x", perm="?p"), pad_width=_moved, value="?v"),
-        shapes={"x": SYMS[:_r]}, domains={"p": _perms(_r), "pw": _widths, "v": (0, 1)},
+        shapes={"x": SYMS[:_r]}, domains={"p": perms(_r), "pw": _widths, "v": (0, 1)},
         doc="A transpose moves each axis' widths with the axis; the value is the same everywhere."))

@@ -4,8 +4,7 @@ two sides of most of these differ."""
 from __future__ import annotations
 
 from .base import N, axiom
-from .transpose import SYMS, _perms
-from .common import CONV, CONV_DOMAINS, POOL, POOL_DOMAINS, SLICE_DOMAINS, W4, X4, sl
+from .common import CONV, CONV_DOMAINS, POOL, POOL_DOMAINS, SLICE_DOMAINS, SYMS, W4, X4, perms, sl
 
 S = ["rank(s) == 0"]
 X3 = ("d0", "d1", "d2")
@@ -41,4 +40,4 @@ AXIOMS = [
 for _r in (2, 3, 4):
     AXIOMS.append(axiom(f"transpose{_r}_smul", "scalar", N("transpose", _sm("x"), perm="?p"),
                         _sm(N("transpose", "x", perm="?p")), guard=S, shapes={"x": SYMS[:_r], "s": ()},
-                        domains={"p": _perms(_r)}, both_ways=True))
+                        domains={"p": perms(_r)}, both_ways=True))

@@ -5,25 +5,15 @@ axiom covers every permutation of that rank.
 """
 from __future__ import annotations
 
-import itertools
-
 from ...generator.layout_rules import BINARY as LAYOUT_RULE_BINARY, CLIPS, HW_MEANS, UNARY as LAYOUT_RULE_UNARY
 from ...graph.ops.registry import get_op
 from .base import N, axiom
-from .common import ACTS, UNARY_ACTS, ident, sl
-
-SYMS = ("d0", "d1", "d2", "d3")
-
-
-def _perms(r):
-    ps = list(itertools.permutations(range(r)))
-    return tuple(ps[1:] + ps[:1])
-
+from .common import ACTS, SYMS, UNARY_ACTS, ident, perms, sl
 
 AXIOMS = []
 for _r in (2, 3, 4):
     shape = SYMS[:_r]
-    perms = _perms(_r)
+    ps = perms(_r)
     ident_perm = tuple(range(_r))
     composed = "=(" + ", ".join(f"?p[?q[{i}]]" for i in range(_r)) + ",)"
     new_axis = "=" + " + ".join(f"(?p[{i}] == ?ax) * {i}" for i in range(_r))
@@ -32,24 +22,24 @@ for _r in (2, 3, 4):
               shapes={"x": shape}),
         axiom(f"transpose{_r}_compose", "transpose",
               N("transpose", N("transpose", "x", perm="?p"), perm="?q"), N("transpose", "x", perm=composed),
-              shapes={"x": shape}, domains={"p": perms, "q": perms[::-1]}),
+              shapes={"x": shape}, domains={"p": ps, "q": ps[::-1]}),
         axiom(f"transpose{_r}_concat", "transpose",
               N("transpose", N("concat", "a", "b", axis="?ax"), perm="?p"),
               N("concat", N("transpose", "a", perm="?p"), N("transpose", "b", perm="?p"), axis=new_axis),
-              shapes={"a": shape, "b": shape[:-1] + ("e",)}, domains={"p": perms, "ax": tuple(range(_r))[::-1]}),
+              shapes={"a": shape, "b": shape[:-1] + ("e",)}, domains={"p": ps, "ax": tuple(range(_r))[::-1]}),
         axiom(f"slice_transpose{_r}", "transpose",
               sl(N("transpose", "x", perm="?p")), N("transpose", sl("x", axis="=?p[?ax]"), perm="?p"),
-              shapes={"x": shape}, domains={"p": perms, "ax": tuple(range(_r)), "b": (0, 1), "e": (1, 2, 3)}),
+              shapes={"x": shape}, domains={"p": ps, "ax": tuple(range(_r)), "b": (0, 1), "e": (1, 2, 3)}),
     ]
     for _u in UNARY_ACTS:
         AXIOMS.append(axiom(f"transpose{_r}_{_u}", "transpose", N("transpose", N(_u, "x"), perm="?p"),
                             N(_u, N("transpose", "x", perm="?p")), shapes={"x": shape},
-                            domains={"p": perms}, both_ways=True))
+                            domains={"p": ps}, both_ways=True))
     for _b in ("add", "mul"):
         AXIOMS.append(axiom(f"transpose{_r}_{_b}", "transpose", N("transpose", N(_b, "x", "y"), perm="?p"),
                             N(_b, N("transpose", "x", perm="?p"), N("transpose", "y", perm="?p")),
                             guard=["rank(x) == rank(y)"], shapes={"x": shape, "y": shape},
-                            domains={"p": perms}, both_ways=True))
+                            domains={"p": ps}, both_ways=True))
 
 AXIOMS.append(axiom(
     "transpose_matmul", "transpose", N("transpose", N("matmul", "a", "b", activation="?act"), perm=(1, 0)),
@@ -63,7 +53,7 @@ AXIOMS.append(axiom(
 # global mean of a classifier head.
 LAYOUT_UNARY = tuple(u for u in LAYOUT_RULE_UNARY if u not in UNARY_ACTS)
 LAYOUT_BINARY = tuple(b for b in LAYOUT_RULE_BINARY if b not in ("add", "mul"))  # those two: every rank, above
-_P4 = _perms(4)
+_P4 = perms(4)
 _X4 = SYMS[:4]
 for _u in LAYOUT_UNARY:
     AXIOMS.append(axiom(f"transpose4_{_u}", "transpose", N("transpose", N(_u, "x"), perm="?p"),
