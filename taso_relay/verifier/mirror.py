@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import z3
 
-from .prover import Query
+from .prover import Query, check_bounded
 
 
 def _is_const(t) -> bool:
@@ -75,11 +75,10 @@ def _entailed(premises: list, goals: list, timeout: float) -> bool:
     if len(goals) > MAX_MISSING or any(z3.is_quantifier(g) for g in goals):
         return False
     s = z3.Solver()
-    s.set("timeout", max(1, int(timeout * 1000)))
     s.set("smt.mbqi", False)
     s.add(premises)
     s.add(z3.Not(z3.And(*goals)))
-    return s.check() == z3.unsat
+    return check_bounded(s, timeout) == z3.unsat
 
 
 def _keys(f):

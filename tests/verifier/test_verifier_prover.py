@@ -92,3 +92,19 @@ def test_vacuous_rule_is_not_proved():
     r = next(w for w in WRONG if w.id == "bad_split_other_axis")
     v = prove_rule(r, timeout=5, concrete=False)
     assert v.status == "UNKNOWN" and "vacuous" in v.reason
+
+
+def test_a_check_is_bounded_by_work_as_well_as_by_time(monkeypatch):
+    """A resource limit behind Z3's timeout (a check once ran 15 min past its 3 s under CPU starvation):
+    with a budget whose wall clock is far off, a hopeless query still stops, on the work it did."""
+    import z3
+
+    from taso_relay.verifier import prover
+
+    x, y, z = z3.Ints("x y z")
+    s = z3.Solver()
+    s.add(x > 0, y > 0, z > 0, x * x * x + y * y * y == z * z * z)  # Fermat, n = 3: Z3 searches on and on
+    monkeypatch.setattr(prover, "RLIMIT_PER_S", 10 ** 4)  # 100 s of budget: a million units
+    assert prover.check_bounded(s, 100.0) == z3.unknown
+    assert s.reason_unknown() == "canceled"  # the resource limit; a timeout says "timeout"
+    assert s.statistics().get_key_value("rlimit count") >= 10 ** 6
