@@ -238,6 +238,7 @@ class TASOOptimizer:
         name = _global_name(func, mod)
         report = self.report[name] = FunctionReport(name)
         start = time.perf_counter()
+        result = func
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -250,7 +251,7 @@ class TASOOptimizer:
                                    f"{type(exc).__name__}: {exc}")
             result = func
         finally:
-            self._compiled.clear()  # whole-model executables: kept across one function's candidates only
+            self._keep_only_build_of(mod, name, result)
             self._module = None
         report.seconds = time.perf_counter() - start
         for message in report.warnings:
@@ -414,6 +415,40 @@ class TASOOptimizer:
             report.warnings.append(f"taso_relay: could not measure '{report.name}' ({check.note}); "
                                    "kept the rewrite the numeric check accepted")
         return check
+
+    def _keep_only_build_of(self, mod, name: str, func) -> None:
+        """Drop the speed check's executables (whole models, kept across one function's candidates) but
+        the build of the module this function makes: a compile right after the pass takes it (take_build)."""
+        if not self._compiled:
+            return
+        from tvm_ffi import structural_hash
+
+        try:
+            final = mod.clone() if _named_in(mod, name) else tvm.IRModule()
+            final[name] = func
+            digest = structural_hash(final)
+        except Exception:  # noqa: BLE001 - only a saving: never break the user's build for it
+            digest = None
+        kept = {key: ex for key, ex in self._compiled.items() if key[0] == digest}
+        self._compiled.clear()
+        self._compiled.update(kept)
+
+    def take_build(self, mod, target):
+        """The executable the speed check built of `mod` for `target` with TVM's default lowering, or None.
+
+        `mod` is what this pass returned: its kept rewrite was built and timed, so a compile that follows
+        (`taso-relay compile`) need not build it again. Handed over once: the pass holds it no longer.
+        """
+        if not self._compiled:
+            return None
+        from tvm_ffi import structural_hash
+
+        from .cost.lowering import as_target
+        digest, where = structural_hash(mod), str(as_target(target))
+        for key in list(self._compiled):
+            if key[:3] == (digest, where, "default"):
+                return self._compiled.pop(key)
+        return None
 
     def _measure_speed(self, func, rewritten, mod, name: str, lowering: str, database):
         """guard.speed.measure on the module before and after (tests replace this with fixed times)."""

@@ -409,6 +409,16 @@ def test_verify_speed_end_to_end_measures_both_and_keeps_results(run_module, rng
     inputs = random_inputs(mod["main"].params, rng)
     for want, got in zip(run_module(mod, inputs), run_module(out, inputs)):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    # the check built the module returned (the kept rewrite, or the original it fell back to): a compile
+    # after the pass takes that executable instead of building it again, once; nothing for another module
+    from taso_relay.bridge.execute import flatten
+
+    assert taso.take_build(import_onnx(resnet_block()), TARGET) is None
+    built = taso.take_build(out, TARGET)
+    assert built is not None and taso.take_build(out, TARGET) is None
+    vm = relax.VirtualMachine(built, tvm.cpu())
+    got = flatten(vm["main"](*[tvm.runtime.tensor(np.asarray(x)) for x in inputs]))
+    np.testing.assert_allclose(got[0], run_module(mod, inputs)[0], rtol=1e-5, atol=1e-5)
 
 
 def test_verify_speed_rejects_compiled_outputs_that_differ(resnet, monkeypatch):

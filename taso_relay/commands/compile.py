@@ -78,7 +78,8 @@ def run_compile(args) -> int:
         with common.quiet_output(), (contextlib.nullcontext() if args.verbose else stderr_silenced()):
             # tuned: already lowered with its schedules. Else the target's default pipeline, which fuses
             # (TVM 0.27's plain tvm.compile does not, on CPU): what the cost model and speed check assume
-            executable = tvm.compile(mod, target) if tuning else compile_module(mod, target)
+            built = None if tuning or taso is None else taso.take_build(mod, target)  # the speed check's
+            executable = tvm.compile(mod, target) if tuning else built or compile_module(mod, target)
         steps.step(f"writing {out.name}")
         try:
             executable.export_library(str(out))
