@@ -1,0 +1,74 @@
+"""Hand-written first-phase rules that fold an inference batch norm into the conv before it.
+
+TASO's operator set has no batch norm, so its generator cannot find these. The
+fold is written with batch norms over constants (ones and zeros), which
+FoldConstant evaluates: the conv's kernels scaled per output channel, and a
+per-channel shift. Proved by the axioms norm/bn_affine(_bias) and
+norm/conv_scale_weights:
+
+    python -m taso_relay.generator.norm_rules --out rules/handwritten_norm.json
+    taso-relay rules verify rules/handwritten_norm.json
+"""
+from __future__ import annotations
+
+from .handwritten import write_main
+
+_CONV = {"strides": "?s", "padding": "?p", "dilation": "?d", "groups": "?g"}
+_BN = ["gamma", "beta", "mean", "var"]
+_PROOF = "axioms norm/bn_affine or norm/bn_affine_bias, then norm/conv_scale_weights"
+
+
+def _node(id_, op, inputs, **attrs):
+    return {"id": id_, "op": op, "inputs": list(inputs), "attrs": attrs}
+
+
+def _fold(id_, with_bias: bool, doc: str) -> dict:
+    """batch_norm(conv(x, w) [+ bias]) => conv(x, w * scale) + shift, scale and shift of the weights only."""
+    source = [_node("c", "conv2d", ["x", "w"], **_CONV)]
+    if with_bias:
+        source.append(_node("a", "add", ["c", "bias"]))
+    source.append(_node("bn", "batch_norm", [source[-1]["id"]] + _BN, axis=1, epsilon="?e"))
+    target = [
+        _node("zero", "sub", ["mean", "mean"]),
+        _node("ones_o", "constant", [], kind="ones", shape="=(dim(w, 0), 1, 1, 1)"),
+        # gamma / sqrt(var + eps) per output channel, as a batch norm of ones with zero mean and shift
+        _node("scale", "batch_norm", ["ones_o", "gamma", "zero", "zero", "var"], axis=0, epsilon="?e"),
+        _node("w_scaled", "mul", ["w", "scale"]),
+        _node("conv", "conv2d", ["x", "w_scaled"], **_CONV),
+    ]
+    if with_bias:  # the bias goes through the batch norm
+        target.append(_node("shift", "batch_norm", ["bias"] + _BN, axis=1, epsilon="?e"))
+    else:  # the batch norm of zeros: beta - mean * scale
+        target += [_node("ones_c", "constant", [], kind="ones", shape="=(1, dim(w, 0), 1, 1)"),
+                   _node("zeros_c", "sub", ["ones_c", "ones_c"]),
+                   _node("shift", "batch_norm", ["zeros_c"] + _BN, axis=1, epsilon="?e")]
+    target.append(_node("out", "add", ["conv", "shift"]))
+    inputs = [("x", "any"), ("w", "weight")] + [(n, "weight") for n in _BN] + ([("bias", "weight")] * with_bias)
+    shapes = {"x": [1, 4, 8, 8], "w": [6, 2, 3, 3], **{n: [6] for n in _BN}}
+    if with_bias:
+        shapes["bias"] = [1, 6, 1, 1]
+    return {"id": id_, "inputs": [{"name": n, "kind": k} for n, k in inputs], "source": source, "target": target,
+            "outputs": [["bn", "out"]],
+            "constraints": ["shape(bias) == (1, dim(w, 0), 1, 1)"] if with_bias else [],
+            "example": {"inputs": shapes, "vars": {"s": [2, 2], "p": [1, 1, 1, 1], "d": [1, 1], "g": 2, "e": 1e-05}},
+            "provenance": {"generator": "handwritten", "family": "norm", "proof": _PROOF, "doc": doc,
+                           "phase": "first"}}
+
+
+def norm_rules() -> list[dict]:
+    return [
+        _fold("h-bn-conv", False, "Inference batch norm after a conv folds into the conv's kernels and a "
+                                  "per-channel shift."),
+        _fold("h-bn-conv-bias", True, "The same with a conv bias (ONNX Conv with B) between: the bias goes "
+                                      "through the batch norm."),
+    ]
+
+
+def main(argv=None) -> int:
+    return write_main(argv, __doc__.splitlines()[0], norm_rules, (
+        "Rules TASO's generator cannot find (batch norm is outside its operator set; taso_relay/generator/norm_rules.py); proved like the "
+        "generated ones (taso-relay rules verify)."))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
