@@ -66,8 +66,8 @@ def norm_rules() -> list[dict]:
 
 def main(argv=None) -> int:
     return write_main(argv, __doc__.splitlines()[0], norm_rules, (
-        "Rules TASO's generator cannot find (batch norm is outside its operator set; taso_relay/generator/norm_rules.py); proved like the "
-        "generated ones (taso-relay rules verify)."))
+        "Rules TASO's generator cannot find (batch norm is outside its operator set; "
+        "taso_relay/generator/norm_rules.py); proved like the generated ones (taso-relay rules verify)."))
 
 
 if __name__ == "__main__":
