@@ -129,6 +129,8 @@ class TASOOptimizer:
       "nhwc" where a judge times tuned kernels (quick ResNet-50 under MetaSchedule: 1.33x), None
       otherwise (a layout-blind or untuned model cannot price it: TVM's default CPU lowering runs
       NHWC convs 5x slower).
+    keep_build: keep the speed check's executable of the module returned, for take_build (a compile
+      right after the pass then builds nothing again); off, no whole-model executable outlives a function.
     lowering: how the model will be built, for a cost model given by name: "default" (the target's
       default pipeline, when None) or "tuning" (MetaSchedule's static_shape_tuning pipeline, which fuses
       batch norms into convs itself); the kernels are priced as that pipeline forms them. A cost model
@@ -137,7 +139,8 @@ class TASOOptimizer:
 
     def __init__(self, target=None, cost=None, time_limit: float = DEFAULT_TIME_LIMIT, rules=None, check: bool = True,
                  seed: int = 0, min_gain: float = 0.01, verify_speed: bool | None = None, speed_budget: float = 10.0,
-                 lowering: str | None = None, patience: int | None = DEFAULT_PATIENCE, layout: str | None = "auto"):
+                 lowering: str | None = None, patience: int | None = DEFAULT_PATIENCE, layout: str | None = "auto",
+                 keep_build: bool = False):
         from .cost.lowering import check_lowering
 
         self.target = target
@@ -163,6 +166,8 @@ class TASOOptimizer:
         self.report: dict[str, FunctionReport] = {}
         self._cost_model = None
         self._compiled = {}  # verify_speed: executables by module hash, so the original is built once
+        # keep the speed check's build of the module returned, for take_build (a whole model: off by default)
+        self.keep_build = keep_build
         # the IRModule of the function being transformed, for its cost models; not an argument of
         # optimize_graph, whose two-argument form tests and subclasses replace
         self._module = None
@@ -419,7 +424,8 @@ class TASOOptimizer:
     def _keep_only_build_of(self, mod, name: str, func) -> None:
         """Drop the speed check's executables (whole models, kept across one function's candidates) but
         the build of the module this function makes: a compile right after the pass takes it (take_build)."""
-        if not self._compiled:
+        if not self._compiled or not self.keep_build:
+            self._compiled.clear()
             return
         from tvm_ffi import structural_hash
 
@@ -436,8 +442,9 @@ class TASOOptimizer:
     def take_build(self, mod, target):
         """The executable the speed check built of `mod` for `target` with TVM's default lowering, or None.
 
-        `mod` is what this pass returned: its kept rewrite was built and timed, so a compile that follows
-        (`taso-relay compile`) need not build it again. Handed over once: the pass holds it no longer.
+        `mod` is what this pass (made with keep_build=True) returned: its kept rewrite was built and timed,
+        so a compile that follows (`taso-relay compile`) need not build it again. Handed over once: the
+        pass holds it no longer.
         """
         if not self._compiled:
             return None

@@ -149,6 +149,8 @@ def make_pass(args, target):
         kwargs["layout"] = None if args.layout == "none" else args.layout
     if getattr(args, "verify_speed", None) is not None:  # unset: the pass decides (TASOOptimizer.verifies_speed)
         kwargs["verify_speed"] = bool(args.verify_speed)
+    if getattr(args, "keep_build", False):  # `compile`: the speed check's build of the result is the library's
+        kwargs["keep_build"] = True
     if getattr(args, "trials", 0) or getattr(args, "work_dir", None) is not None:
         kwargs["lowering"] = "tuning"  # `compile --tune-trials`: the kernels are built by MetaSchedule's pipeline
     return TASOPass(**kwargs)

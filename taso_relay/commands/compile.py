@@ -63,6 +63,7 @@ def run_compile(args) -> int:
     if tuning:
         args.work_dir = work_dir  # TASOPass(cost="tuned") tunes into the same database
     n_steps = 3 + (not args.no_taso) + tuning
+    args.keep_build = not tuning  # the speed check builds with TVM's default lowering, as this build does
     with common.steps_for(args, n_steps) as steps:
         prepared, mod, taso, pass_warnings = optimized_module(args, target, steps)
         report = taso.report if taso is not None else {}

@@ -109,3 +109,30 @@ def test_tune_then_compile_with_its_records(cli, small, inputs, tmp_path):
     assert cli("run", lib, "--inputs", inputs, "--outputs", outputs)[0] == 0
     (want,) = _onnxruntime(small, np.load(inputs)["x"])
     np.testing.assert_allclose(np.load(outputs)["probs"], want, rtol=1e-5, atol=1e-6)
+
+
+def test_compile_builds_the_speed_checked_model_once(cli, small, inputs, tmp_path, monkeypatch):
+    """The speed check built the module the pass returns (the rewrite, or the original it kept):
+    `compile` exports that executable rather than building it a third time."""
+    from taso_relay.cost import lowering
+    from taso_relay.graph import make_node
+    from taso_relay.passes import TASOOptimizer
+
+    def swapped(self, graph, report=None):  # add(a, b) -> add(b, a): changed, computing the same
+        nodes = [make_node("add", n.inputs[::-1], [graph.type_of(r) for r in n.inputs[::-1]], {})
+                 if n.op == "add" else n for n in graph.nodes]
+        return graph.rebuilt(nodes, graph.outputs)
+
+    monkeypatch.setattr(TASOOptimizer, "optimize_graph", swapped)
+    built = []
+    real = lowering.compile_module
+    monkeypatch.setattr(lowering, "compile_module", lambda mod, *a, **k: built.append(mod) or real(mod, *a, **k))
+    lib = tmp_path / "model.so"
+    status, out, err = cli("compile", small, "-o", lib, "--verify-speed")
+    assert status == 0, err
+    assert "speed check" in out, out
+    assert len(built) == 2, out  # the original and the rewrite, for the check; nothing after
+    outputs = tmp_path / "out.npz"
+    assert cli("run", lib, "--inputs", inputs, "--outputs", outputs)[0] == 0
+    (want,) = _onnxruntime(small, np.load(inputs)["x"])
+    np.testing.assert_allclose(np.load(outputs)["probs"], want, rtol=1e-5, atol=1e-6)
