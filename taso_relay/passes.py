@@ -422,22 +422,18 @@ class TASOOptimizer:
         return check
 
     def _keep_only_build_of(self, mod, name: str, func) -> None:
-        """Drop the speed check's executables (whole models, kept across one function's candidates) but
-        the build of the module this function makes: a compile right after the pass takes it (take_build)."""
-        if not self._compiled or not self.keep_build:
-            self._compiled.clear()
-            return
-        from tvm_ffi import structural_hash
+        """Drop the speed check's executables (whole models, kept across one function's candidates) but,
+        with keep_build, the build of the module this function makes, for take_build."""
+        from .guard.speed import keep_only
 
-        try:
-            final = mod.clone() if _named_in(mod, name) else tvm.IRModule()
-            final[name] = func
-            digest = structural_hash(final)
-        except Exception:  # noqa: BLE001 - only a saving: never break the user's build for it
-            digest = None
-        kept = {key: ex for key, ex in self._compiled.items() if key[0] == digest}
-        self._compiled.clear()
-        self._compiled.update(kept)
+        final = None
+        if self.keep_build and self._compiled:
+            try:
+                final = mod.clone() if _named_in(mod, name) else tvm.IRModule()
+                final[name] = func
+            except Exception:  # noqa: BLE001 - only a saving: never break the user's build for it
+                final = None
+        keep_only(self._compiled, final)
 
     def take_build(self, mod, target):
         """The executable the speed check built of `mod` for `target` with TVM's default lowering, or None.
@@ -446,16 +442,9 @@ class TASOOptimizer:
         so a compile that follows (`taso-relay compile`) need not build it again. Handed over once: the
         pass holds it no longer.
         """
-        if not self._compiled:
-            return None
-        from tvm_ffi import structural_hash
+        from .guard.speed import take_compiled
 
-        from .cost.lowering import as_target
-        digest, where = structural_hash(mod), str(as_target(target))
-        for key in list(self._compiled):
-            if key[:3] == (digest, where, "default"):
-                return self._compiled.pop(key)
-        return None
+        return take_compiled(self._compiled, mod, target)
 
     def _measure_speed(self, func, rewritten, mod, name: str, lowering: str, database):
         """guard.speed.measure on the module before and after (tests replace this with fixed times)."""

@@ -8,6 +8,11 @@ import argparse
 from pathlib import Path
 
 
+def node(id_, op, inputs, **attrs) -> dict:
+    """One node of a rule's source or target, as rule files spell it."""
+    return {"id": id_, "op": op, "inputs": list(inputs), "attrs": attrs}
+
+
 def write_main(argv, description: str, rules_fn, doc: str) -> int:
     """The `--out FILE` command line of a hand-written rule module."""
     from ..subst.rule_io import load_rules, rule_from_dict, save_rules

@@ -19,9 +19,8 @@ since a layout-blind cost model sees only the transposes.
 """
 from __future__ import annotations
 
-
 from ..graph.ops.registry import get_op
-from .handwritten import write_main
+from .handwritten import node as _node, write_main
 
 TO_NCHW = (0, 3, 1, 2)  # an NHWC tensor read as NCHW
 TO_NHWC = (0, 2, 3, 1)
@@ -37,10 +36,6 @@ SLICE_AXES = ((1,), (2,), (3,), (2, 3))
 
 CONV_ATTRS = {"strides": "?s", "padding": "?p", "dilation": "?d", "groups": "?g", "activation": "?act"}
 POOL_ATTRS = {"kernel": "?k", "strides": "?s", "padding": "?p", "dilation": "?d", "ceil_mode": "?c"}
-
-
-def _node(id_, op, inputs, **attrs):
-    return {"id": id_, "op": op, "inputs": list(inputs), "attrs": attrs}
 
 
 def _t(id_, x, perm=TO_NCHW):

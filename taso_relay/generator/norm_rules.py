@@ -11,15 +11,11 @@ norm/conv_scale_weights:
 """
 from __future__ import annotations
 
-from .handwritten import write_main
+from .handwritten import node as _node, write_main
 
 _CONV = {"strides": "?s", "padding": "?p", "dilation": "?d", "groups": "?g"}
 _BN = ["gamma", "beta", "mean", "var"]
 _PROOF = "axioms norm/bn_affine or norm/bn_affine_bias, then norm/conv_scale_weights"
-
-
-def _node(id_, op, inputs, **attrs):
-    return {"id": id_, "op": op, "inputs": list(inputs), "attrs": attrs}
 
 
 def _fold(id_, with_bias: bool, doc: str) -> dict:

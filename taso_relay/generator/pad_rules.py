@@ -10,14 +10,14 @@ no pad, so these rules are written here and proved like the generated ones
 """
 from __future__ import annotations
 
-from .handwritten import write_main
+from .handwritten import node, write_main
 
 # pad_width is (before, after) per NCHW axis, so H is entries 4, 5 and W is 6, 7; a conv's or a pool's
 # padding is (top, left, bottom, right)
 GROWN_PADDING = "=(?p[0] + ?pw[4], ?p[1] + ?pw[6], ?p[2] + ?pw[5], ?p[3] + ?pw[7])"
 PAD_ONLY = "=(?pw[4], ?pw[6], ?pw[5], ?pw[7])"
 SPATIAL_ONLY = ["?pw[0] == 0", "?pw[1] == 0", "?pw[2] == 0", "?pw[3] == 0"]
-_PAD = {"id": "pd", "op": "pad", "inputs": ["x"], "attrs": {"pad_width": "?pw", "value": 0.0}}
+_PAD = node("pd", "pad", ["x"], pad_width="?pw", value=0.0)
 _EXAMPLE_PW = [0, 0, 0, 0, 1, 2, 0, 1]
 _X = [1, 3, 6, 7]
 
@@ -27,8 +27,8 @@ def _rule(id_, inputs, source_op, source_attrs, target_attrs, example):
     out = "c" if source_op == "conv2d" else "o"
     args = [name for name, _ in inputs]
     return {"id": id_, "inputs": [{"name": n, "kind": k} for n, k in inputs],
-            "source": [_PAD, {"id": out, "op": source_op, "inputs": ["pd"] + args[1:], "attrs": source_attrs}],
-            "target": [{"id": "n", "op": source_op, "inputs": args, "attrs": target_attrs}],
+            "source": [_PAD, node(out, source_op, ["pd"] + args[1:], **source_attrs)],
+            "target": [node("n", source_op, args, **target_attrs)],
             "outputs": [[out, "n"]], "constraints": ["rank(x) == 4"] + SPATIAL_ONLY, "example": example,
             "provenance": {"generator": "handwritten", "family": "pad-fold", "phase": "first"}}
 

@@ -10,11 +10,10 @@ no rule of this shape: its activations are 2-D and its biases are not 1-D.
 """
 from __future__ import annotations
 
-from .handwritten import write_main
+from .handwritten import node, write_main
 
 
 def split_rules() -> list[dict]:
-    node = lambda id_, op, inputs, **attrs: {"id": id_, "op": op, "inputs": inputs, "attrs": attrs}  # noqa: E731
     return [{
         "id": "h-split-bias",
         "inputs": [{"name": "y", "kind": "any"}, {"name": "b1", "kind": "weight"}, {"name": "b2", "kind": "weight"}],

@@ -189,14 +189,37 @@ def _cores(target) -> int | None:
 COMPILED_KEPT = 4  # executables a cache holds (whole models: not many)
 
 
+def _key(mod, target, lowering: str, database) -> tuple:
+    from tvm_ffi import structural_hash
+
+    from ..cost.lowering import as_target
+    return structural_hash(mod), str(as_target(target)), lowering, id(database)
+
+
+def take_compiled(compiled: dict, mod, target):
+    """The executable a cache holds of `mod` built for `target` with TVM's default lowering (no database),
+    removed from the cache; None if it holds none."""
+    return compiled.pop(_key(mod, target, "default", None), None) if compiled else None
+
+
+def keep_only(compiled: dict, mod) -> None:
+    """Drop every executable of a cache but the builds of `mod` (None: drop them all)."""
+    if not compiled:
+        return
+    digest = None
+    if mod is not None:
+        from tvm_ffi import structural_hash
+        digest = structural_hash(mod)
+    for key in [k for k in compiled if k[0] != digest]:
+        del compiled[key]
+
+
 def _compile(mod, target, database, lowering: str, compiled: dict | None):
     from ..cost.lowering import compile_module
 
     if compiled is None:
         return compile_module(mod, target, database, lowering)
-    from tvm_ffi import structural_hash
-
-    key = (structural_hash(mod), str(target), lowering, id(database))
+    key = _key(mod, target, lowering, database)
     if key not in compiled:
         while len(compiled) >= COMPILED_KEPT:
             compiled.pop(next(iter(compiled)))
