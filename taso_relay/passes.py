@@ -435,16 +435,17 @@ class TASOOptimizer:
                 final = None
         keep_only(self._compiled, final)
 
-    def take_build(self, mod, target):
-        """The executable the speed check built of `mod` for `target` with TVM's default lowering, or None.
+    def take_build(self, mod, target, lowering: str = "default", database=None):
+        """The executable the speed check built of `mod` for `target` with `lowering` (and, for "tuning",
+        the schedules of `database`, the judge's very object), or None.
 
         `mod` is what this pass (made with keep_build=True) returned: its kept rewrite was built and timed,
         so a compile that follows (`taso-relay compile`) need not build it again. Handed over once: the
-        pass holds it no longer.
+        pass holds it no longer. A caller that tuned more kernels since must not ask: the build predates them.
         """
         from .guard.speed import take_compiled
 
-        return take_compiled(self._compiled, mod, target)
+        return take_compiled(self._compiled, mod, target, lowering, database)
 
     def _measure_speed(self, func, rewritten, mod, name: str, lowering: str, database):
         """guard.speed.measure on the module before and after (tests replace this with fixed times)."""

@@ -63,24 +63,33 @@ def run_compile(args) -> int:
     if tuning:
         args.work_dir = work_dir  # TASOPass(cost="tuned") tunes into the same database
     n_steps = 3 + (not args.no_taso) + tuning
-    args.keep_build = not tuning  # the speed check builds with TVM's default lowering, as this build does
+    # the speed check builds as this build does: TVM's default lowering, or the judge's schedules
+    args.keep_build = not tuning or (judged and not args.trials)
     with common.steps_for(args, n_steps) as steps:
         prepared, mod, taso, pass_warnings = optimized_module(args, target, steps)
         report = taso.report if taso is not None else {}
+        executable = None  # the speed check's executable of `mod`, when it is what this build would make
         if tuning:
             if judged and not args.trials:  # kernels the judge never met alone (fused otherwise) get tuned too
                 steps.step(f"tuning the kernels not yet tuned ({common.judge_trials(args)} trials each)")
-                common.judge_cost(args, target).tune_modules([mod])
+                judge = common.judge_cost(args, target)
+                tuned_before = judge.tunings
+                database = judge.tune_modules([mod])
+                if judge.tunings == tuned_before:  # no new schedule since the speed check built `mod`
+                    executable = taso.take_build(mod, target, "tuning", database)
             else:
                 steps.step(f"tuning ({args.trials} trials)" if args.trials else "applying tuning records")
-            mod = tune(mod, target, args.trials, work_dir, args.max_trials_per_task, verbose=args.verbose)
+            if executable is None:
+                mod = tune(mod, target, args.trials, work_dir, args.max_trials_per_task, verbose=args.verbose)
+        elif taso is not None:
+            executable = taso.take_build(mod, target)
         steps.step("compiling")
         # TVM's C++ notes while lowering ("Fast mode segfaults..." for every embedding take) only with --verbose
         with common.quiet_output(), (contextlib.nullcontext() if args.verbose else stderr_silenced()):
             # tuned: already lowered with its schedules. Else the target's default pipeline, which fuses
             # (TVM 0.27's plain tvm.compile does not, on CPU): what the cost model and speed check assume
-            built = None if tuning or taso is None else taso.take_build(mod, target)  # the speed check's
-            executable = tvm.compile(mod, target) if tuning else built or compile_module(mod, target)
+            if executable is None:
+                executable = tvm.compile(mod, target) if tuning else compile_module(mod, target)
         steps.step(f"writing {out.name}")
         try:
             executable.export_library(str(out))

@@ -196,10 +196,10 @@ def _key(mod, target, lowering: str, database) -> tuple:
     return structural_hash(mod), str(as_target(target)), lowering, id(database)
 
 
-def take_compiled(compiled: dict, mod, target):
-    """The executable a cache holds of `mod` built for `target` with TVM's default lowering (no database),
-    removed from the cache; None if it holds none."""
-    return compiled.pop(_key(mod, target, "default", None), None) if compiled else None
+def take_compiled(compiled: dict, mod, target, lowering: str = "default", database=None):
+    """The executable a cache holds of `mod` built for `target` with `lowering` and `database` (that very
+    object; None: no tuning database), removed from the cache; None if it holds none."""
+    return compiled.pop(_key(mod, target, lowering, database), None) if compiled else None
 
 
 def keep_only(compiled: dict, mod) -> None:

@@ -111,28 +111,72 @@ def test_tune_then_compile_with_its_records(cli, small, inputs, tmp_path):
     np.testing.assert_allclose(np.load(outputs)["probs"], want, rtol=1e-5, atol=1e-6)
 
 
-def test_compile_builds_the_speed_checked_model_once(cli, small, inputs, tmp_path, monkeypatch):
-    """The speed check built the module the pass returns (the rewrite, or the original it kept):
-    `compile` exports that executable rather than building it a third time."""
-    from taso_relay.cost import lowering
+def _rewrite_adds(monkeypatch) -> None:
+    """The search replaced: add(a, b) -> add(b, a), changed and computing the same, so the speed check runs."""
     from taso_relay.graph import make_node
     from taso_relay.passes import TASOOptimizer
 
-    def swapped(self, graph, report=None):  # add(a, b) -> add(b, a): changed, computing the same
+    def swapped(self, graph, report=None):
         nodes = [make_node("add", n.inputs[::-1], [graph.type_of(r) for r in n.inputs[::-1]], {})
                  if n.op == "add" else n for n in graph.nodes]
         return graph.rebuilt(nodes, graph.outputs)
 
     monkeypatch.setattr(TASOOptimizer, "optimize_graph", swapped)
+
+
+def _whole_model_builds(monkeypatch) -> list:
+    """The modules lowering.compile_module builds (the speed check's and the default-lowering compile's)."""
+    from taso_relay.cost import lowering
+
     built = []
     real = lowering.compile_module
     monkeypatch.setattr(lowering, "compile_module", lambda mod, *a, **k: built.append(mod) or real(mod, *a, **k))
+    return built
+
+
+def _runs_like_onnxruntime(cli, small, lib, inputs, outputs) -> None:
+    assert cli("run", lib, "--inputs", inputs, "--outputs", outputs)[0] == 0
+    (want,) = _onnxruntime(small, np.load(inputs)["x"])
+    np.testing.assert_allclose(np.load(outputs)["probs"], want, rtol=1e-5, atol=1e-6)
+
+
+def test_compile_builds_the_speed_checked_model_once(cli, small, inputs, tmp_path, monkeypatch):
+    """The speed check built the module the pass returns (the rewrite, or the original it kept):
+    `compile` exports that executable rather than building it a third time."""
+    _rewrite_adds(monkeypatch)
+    built = _whole_model_builds(monkeypatch)
     lib = tmp_path / "model.so"
     status, out, err = cli("compile", small, "-o", lib, "--verify-speed")
     assert status == 0, err
     assert "speed check" in out, out
     assert len(built) == 2, out  # the original and the rewrite, for the check; nothing after
-    outputs = tmp_path / "out.npz"
-    assert cli("run", lib, "--inputs", inputs, "--outputs", outputs)[0] == 0
-    (want,) = _onnxruntime(small, np.load(inputs)["x"])
-    np.testing.assert_allclose(np.load(outputs)["probs"], want, rtol=1e-5, atol=1e-6)
+    _runs_like_onnxruntime(cli, small, lib, inputs, tmp_path / "out.npz")
+
+
+@pytest.mark.parametrize("new_schedules", [False, True], ids=["nothing-tuned-since", "tuned-since"])
+def test_tuned_compile_takes_the_speed_checked_build_unless_tuned_since(cli, small, inputs, tmp_path, monkeypatch,
+                                                                       new_schedules):
+    """`--cost tuned`: the speed check built the result with the judge's schedules, as the library is
+    built. If the compile's last tuning adds none, that executable is exported; if it adds some, the
+    build predates them and the library is built again from the database. Tuning is faked here."""
+    from taso_relay.commands import compile as compile_command
+    from taso_relay.cost.tuned import TunedCost
+
+    monkeypatch.setenv("TASO_RELAY_CACHE_DIR", str(tmp_path / "cache"))  # the judge's default database
+
+    def fake_tuning(self, mods):  # the speed check tunes [original, rewrite]; the compile [result]
+        self.tunings += new_schedules and len(mods) == 1
+        return self.database()
+
+    monkeypatch.setattr(TunedCost, "tune_modules", fake_tuning)
+    _rewrite_adds(monkeypatch)
+    built, rebuilt = _whole_model_builds(monkeypatch), []
+    real_tune = compile_command.tune
+    monkeypatch.setattr(compile_command, "tune", lambda mod, *a, **k: rebuilt.append(mod) or real_tune(mod, *a, **k))
+    lib = tmp_path / "model.so"
+    status, out, err = cli("compile", small, "-o", lib, "--cost", "tuned", "--max-trials-per-task", "16")
+    assert status == 0, err
+    assert "speed check (tuning lowering" in out, out
+    assert len(built) == 2, out  # the speed check's two builds
+    assert len(rebuilt) == new_schedules  # the library's own build, only when schedules came since
+    _runs_like_onnxruntime(cli, small, lib, inputs, tmp_path / "out.npz")
