@@ -129,3 +129,36 @@ def test_dense_rewrites_share_values_instead_of_evaluating_twice():
 
 def test_a_wrong_rewrite_among_dense_ones_is_caught():
     assert check_region(dense(80, False), dense(80, True, wrong_at=40), close).same is False
+
+
+def test_the_check_runs_numpy_blas_on_one_thread(monkeypatch):
+    """OpenBLAS threads spin while they wait: beside a busy core (tuning), model-sized matmuls ran 10-50x
+    slower on two threads. Inside the check BLAS has one; outside, the user's setting is back."""
+    import dataclasses
+
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from taso_relay.graph.ops import registry
+
+    def blas_threads():
+        return {lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
+
+    seen = []
+    matmul = registry.OPS["matmul"]
+    monkeypatch.setitem(registry.OPS, "matmul", dataclasses.replace(
+        matmul, ref=lambda xs, attrs: seen.append(blas_threads()) or matmul.ref(xs, attrs)))
+
+    def build(assoc_left: bool):
+        b = GraphBuilder()
+        x = b.input("x", (3, 4))
+        w1 = b.weight("w1", (4, 5), value=np.full((4, 5), 0.5, "float32"))
+        w2 = b.weight("w2", (5, 2), value=np.eye(5, 2, dtype="float32"))
+        out = (b.op("matmul", b.op("matmul", x, w1), w2) if assoc_left
+               else b.op("matmul", x, b.op("matmul", w1, w2)))
+        return b.build([out])
+
+    with threadpool_limits(limits=2, user_api="blas"):  # what numpy takes on a 2-core machine
+        assert blas_threads() == {2}
+        assert check_region(build(True), build(False), close).same is True
+        assert blas_threads() == {2}
+    assert seen and all(s == {1} for s in seen)
