@@ -162,3 +162,27 @@ def test_the_check_runs_numpy_blas_on_one_thread(monkeypatch):
         assert check_region(build(True), build(False), close).same is True
         assert blas_threads() == {2}
     assert seen and all(s == {1} for s in seen)
+
+
+def test_stacked_samples_find_every_value_close_would_share():
+    """The check shares a rewritten value with an equal original one; a vectorised prefilter finds the
+    candidates. It must keep every sample TASOPass's `close` accepts (in order) and drop far ones."""
+    from taso_relay.guard.numeric import _Samples
+    from taso_relay.passes import _close
+
+    rng = np.random.default_rng(0)
+    base = [rng.normal(size=64).astype("float32") * 10.0 ** rng.integers(-3, 4) for _ in range(40)]
+    base[3][5], base[7][0] = np.nan, np.inf
+    samples = _Samples()
+    for i, v in enumerate(base):
+        samples.add(i, v)
+        if i % 7 == 0:
+            samples.near(v)  # queries between additions: the stack grows in place
+    for i, v in enumerate(base):
+        for probe in (v, v + np.float32(1e-6) * (1 + np.abs(v[np.isfinite(v)]).max()), -v, v * 2):
+            want = [j for j, theirs in enumerate(base) if _close(theirs, probe)]
+            got = [key for key, _ in samples.near(probe)]
+            assert set(want) <= set(got) and got == sorted(got)
+            if np.nanmax(np.abs(v)) >= 1:  # tolerances have an absolute part: tiny values all look alike
+                assert len(got) <= len(want) + 1  # values far apart: few false candidates
+    assert [key for key, _ in samples.near(base[3])] == [3]  # NaN matches NaN only where both have it
