@@ -186,3 +186,38 @@ def test_stacked_samples_find_every_value_close_would_share():
             if np.nanmax(np.abs(v)) >= 1:  # tolerances have an absolute part: tiny values all look alike
                 assert len(got) <= len(want) + 1  # values far apart: few false candidates
     assert [key for key, _ in samples.near(base[3])] == [3]  # NaN matches NaN only where both have it
+
+
+def test_close_decides_as_float64_allclose_does():
+    """TASOPass's `close` works in the arrays' dtype and looks at NaN and inf only when an element
+    fails; its verdicts are those of the float64 np.allclose it replaced."""
+    from taso_relay.passes import _close
+
+    def reference(a, b):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        finite = np.abs(a64[np.isfinite(a64)])
+        scale = 1.0 + (float(finite.max()) if finite.size else 0.0)
+        return bool(np.allclose(b64, a64, rtol=0.0, atol=1e-4 * scale, equal_nan=True))
+
+    rng = np.random.default_rng(1)
+    specials = (np.nan, np.inf, -np.inf, 3e38, -3e38, 0.0)
+    verdicts = set()
+    for trial in range(600):
+        dtype = ("float32", "float64", "float16")[trial % 3]
+        a = (rng.normal(size=(3, 5)) * 10.0 ** rng.integers(-4, 5)).astype(dtype)
+        b = a + (rng.normal(size=a.shape) * 10.0 ** rng.integers(-9, 0) * (1 + np.abs(a).max())).astype(dtype)
+        for x in (a, b):
+            if rng.random() < 0.4:
+                with np.errstate(over="ignore"):  # 3e38 is inf in float16
+                    x.flat[rng.integers(a.size)] = specials[rng.integers(len(specials))]
+        if rng.random() < 0.3:
+            b.flat[rng.integers(a.size)] = a.flat[rng.integers(a.size)]
+        assert _close(a, b) == reference(a, b), (a, b)
+        verdicts.add(_close(a, b))
+    assert verdicts == {True, False}  # both verdicts were exercised
+    assert not _close(np.zeros(3, "float32"), np.zeros(3, "float64")) and _close(np.zeros(0), np.zeros(0))
+    nan_at_1 = np.array([1.0, np.nan, np.inf], "float32")
+    assert _close(nan_at_1, nan_at_1.copy()) and reference(nan_at_1, nan_at_1.copy())
+    assert not _close(nan_at_1, np.array([1.0, 0.0, np.inf], "float32"))
