@@ -121,3 +121,59 @@ def test_parse_input_shapes(spec, shape):
 def test_parse_input_shapes_rejects(spec):
     with pytest.raises(InputError):
         parse_input_shapes([spec])
+
+
+def _window_padded_chain(blocks: int, weight_elems: int = 4096):
+    """x -> `blocks` x (pad the last axis up to a multiple of 8, computed from the Shape of the block's input;
+    then a matmul that adds 3 to its width) -> y. Like Swin's window padding, each block's pad amount is
+    known only once the block before it is folded: one folding round per block."""
+    nodes, inits, h = [], [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in
+                           (("eight", 8), ("axis", [2]), ("zeros", [0, 0, 0, 0, 0]))], "x"
+    width = 5
+    for k in range(blocks):
+        padded = -(-width // 8) * 8
+        w = np.linspace(-1, 1, padded * (padded + 3), dtype=np.float32).reshape(padded, padded + 3)
+        inits.append(numpy_helper.from_array(w, f"w{k}"))
+        nodes += [helper.make_node("Shape", [h], [f"s{k}"]),
+                  helper.make_node("Gather", [f"s{k}", "axis"], [f"d{k}"], axis=0),
+                  helper.make_node("Mod", [f"d{k}", "eight"], [f"m{k}"]),
+                  helper.make_node("Sub", ["eight", f"m{k}"], [f"r{k}"]),
+                  helper.make_node("Mod", [f"r{k}", "eight"], [f"p{k}"]),
+                  helper.make_node("Concat", ["zeros", f"p{k}"], [f"pads{k}"], axis=0),
+                  helper.make_node("Pad", [h, f"pads{k}"], [f"h{k}"]),
+                  helper.make_node("MatMul", [f"h{k}", f"w{k}"], [f"o{k}"])]
+        h, width = f"o{k}", padded + 3
+    inits.append(numpy_helper.from_array(np.zeros(weight_elems, np.float32), "unused_big"))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 5])],
+                              [helper.make_tensor_value_info(h, TensorProto.FLOAT, [1, 2, width])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), width
+
+
+def test_folding_runs_as_many_rounds_as_a_chain_of_computed_pads_needs(tmp_path):
+    """12 blocks whose pads each wait on the block before (torchvision's Swin-T has 12; 8 rounds failed
+    it): folding continues while a round folds something, and the model imports and computes as
+    onnxruntime does."""
+    model, width = _window_padded_chain(12)
+    path = models.save(model, tmp_path / "chain.onnx")
+    prepared = prepare(path)
+    assert [n.op_type for n in prepared.model.graph.node] == ["Pad", "MatMul"] * 12
+    assert prepared.outputs[0].shape == (1, 2, width)
+    x = np.random.default_rng(0).uniform(-1, 1, (1, 2, 5)).astype("float32")
+    (got,) = run_module(prepared.mod, [x])
+    (want,) = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_shape_inference_without_the_weights_values_infers_the_same_shapes():
+    """Inference runs on a copy whose large initializers have no values (seconds saved on a large
+    model); the shapes it gives are those of inference on the whole model, and the model keeps its
+    weights."""
+    from taso_relay.onnx_io.prepare import LIGHT_BYTES, infer_shapes
+
+    model, _ = _window_padded_chain(3, weight_elems=LIGHT_BYTES)  # 4 KB: stripped for inference
+    full = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+    light = infer_shapes(onnx.ModelProto.FromString(model.SerializeToString()))
+    shapes = {v.name: v.type for v in full.graph.value_info}
+    assert len(shapes) > 10 and {v.name: v.type for v in light.graph.value_info} == shapes
+    weights = {t.name: numpy_helper.to_array(t) for t in light.graph.initializer}
+    assert weights["unused_big"].shape == (LIGHT_BYTES,) and weights["w0"].size == 8 * 11
