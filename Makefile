@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST := $(PY) -m pytest
 
-.PHONY: demo test test-slow bench bench-quick rules verify clean
+.PHONY: demo test test-slow bench bench-quick corpus rules verify clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,14 @@ bench: $(STAMP)
 bench-quick: $(STAMP)
 	$(PY) -m bench.run --quick
 
+# Models nobody here wrote (opt-in: about 1.5 GB of torch, torchvision and transformers in their own environment)
+CORPUS_VENV := .venv-corpus
+corpus: $(STAMP)
+	test -x $(CORPUS_VENV)/bin/python || $(PYTHON) -m venv $(CORPUS_VENV)
+	$(CORPUS_VENV)/bin/python -m pip install -q torch torchvision transformers onnx numpy
+	$(CORPUS_VENV)/bin/python -m bench.corpus.export_models vision hf --out build/corpus
+	$(PY) -m bench.corpus.check_models build/corpus/*.onnx --json build/corpus/results.jsonl
+
 rules: $(STAMP)
 	$(PY) -m taso_relay rules generate --max-ops 3 --out rules/taso_k3.json
 	$(PY) -m taso_relay rules verify rules/taso_k3.json
@@ -39,4 +47,4 @@ verify: $(STAMP)
 	$(PY) -m taso_relay rules verify rules/taso_k3_batched.json
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) $(CORPUS_VENV) build *.egg-info .pytest_cache

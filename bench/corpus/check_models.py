@@ -1,0 +1,96 @@
+"""Each ONNX model through the pass as a user would run it, the compiled result against the compiled original.
+
+    .venv/bin/python -m bench.corpus.check_models build/corpus/*.onnx --json build/corpus/results.jsonl
+
+Per model: `taso_relay.onnx_io.prepare` (as the CLI imports), TASOPass with min_gain=0 and no speed
+check, so every rewrite the search finds is kept and checked; both modules built with TVM's
+default pipeline and run on the same random inputs; the original also against onnxruntime.
+Prints one JSON line per model and exits 1 if any result differs by more than --tolerance of the
+output's scale or any model fails.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+
+def relative_error(want: np.ndarray, got: np.ndarray) -> float:
+    if want.size == 0:
+        return 0.0
+    finite = np.abs(want[np.isfinite(want)])
+    scale = 1.0 + (float(finite.max()) if finite.size else 0.0)
+    return float(np.max(np.abs(want.astype(np.float64) - got)) / scale)
+
+
+def check(path: Path, target, time_limit: float) -> dict:
+    import onnxruntime as ort
+    import tvm
+    from tvm import relax
+
+    from taso_relay.bridge.execute import flatten, random_inputs
+    from taso_relay.cost.lowering import compile_module
+    from taso_relay.onnx_io import prepare
+    from taso_relay.passes import TASOPass
+
+    record: dict = {"model": path.stem}
+    start = time.perf_counter()
+    mod = prepare(path, {}).mod
+    taso = TASOPass(target=target, min_gain=0.0, verify_speed=False, time_limit=time_limit)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rewritten = taso(mod)
+    report = taso.report.get("main")
+    record.update(status=report.status, rewrites=len(report.search.applied) if report.search else 0,
+                  opaque=report.opaque, pass_s=round(time.perf_counter() - start, 1), check=report.check)
+    arrays = random_inputs(mod["main"].params, np.random.default_rng(0), mod["main"])
+    device = tvm.cpu()
+    outputs = []
+    for module in (mod, rewritten):
+        vm = relax.VirtualMachine(compile_module(module, target), device)
+        outputs.append([np.asarray(o) for o in flatten(vm["main"](*[tvm.runtime.tensor(a, device) for a in arrays]))])
+    record["rewritten_vs_original"] = max((relative_error(a, b) for a, b in zip(*outputs)), default=0.0)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    reference = session.run(None, {i.name: a for i, a in zip(session.get_inputs(), arrays)})
+    record["original_vs_onnxruntime"] = max((relative_error(a, b) for a, b in zip(reference, outputs[0])),
+                                            default=0.0)
+    record["total_s"] = round(time.perf_counter() - start, 1)
+    return record
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("models", nargs="+", type=Path)
+    p.add_argument("--json", type=Path, default=None, help="also append the JSON lines to this file")
+    p.add_argument("--tolerance", type=float, default=1e-5)
+    p.add_argument("--time-limit", type=float, default=8.0)
+    p.add_argument("--cores", type=int, default=2)
+    args = p.parse_args(argv)
+    import tvm
+
+    target = tvm.target.Target({"kind": "llvm", "num-cores": args.cores})
+    failed = 0
+    for path in args.models:
+        try:
+            record = check(path, target, args.time_limit)
+        except Exception as exc:  # noqa: BLE001 - one model's failure is its record, the others still run
+            record = {"model": path.stem, "error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"}
+        bad = "error" in record or record["rewritten_vs_original"] > args.tolerance
+        failed += bad
+        line = json.dumps(record)
+        print(line, flush=True)
+        if args.json:
+            with args.json.open("a") as fh:
+                fh.write(line + "\n")
+    print(f"{len(args.models) - failed} of {len(args.models)} models: the rewritten model computes what the "
+          f"original does (within {args.tolerance:g} of the output's scale)", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""Export torchvision and transformers models to ONNX for `check_models` (run with torch installed).
+
+    make corpus   # a separate environment with torch, then both steps
+    .venv-corpus/bin/python -m bench.corpus.export_models vision hf --out build/corpus
+
+Random weights (no downloads), batch 1, opset 17, torch's TorchScript exporter (`dynamo=False`):
+the graphs users bring, with the shape computations and Pads that exporter writes. A model
+that does not export is reported and skipped.
+"""
+from __future__ import annotations
+
+import argparse
+import warnings
+from pathlib import Path
+
+VISION = ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "convnext_tiny", "densenet121",
+          "shufflenet_v2_x1_0", "regnet_y_400mf", "squeezenet1_1", "googlenet", "mnasnet0_5", "resnext50_32x4d",
+          "swin_t", "efficientnet_v2_s", "regnet_x_400mf", "alexnet"]
+
+
+def export(model, args, path: Path, **kwargs) -> None:
+    import torch
+
+    model.eval()
+    try:
+        torch.onnx.export(model, args, str(path), opset_version=17, dynamo=False, **kwargs)
+        print(f"exported {path.name}", flush=True)
+    except Exception as exc:  # noqa: BLE001 - a model the exporter refuses is reported, not fatal
+        print(f"not exported {path.stem}: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}", flush=True)
+
+
+def vision(out: Path) -> None:
+    import torch
+    import torchvision.models as models
+    from torchvision.models.segmentation import lraspp_mobilenet_v3_large
+
+    image = torch.randn(1, 3, 224, 224)
+    for name in VISION:
+        kwargs = {"aux_logits": False, "init_weights": True} if name == "googlenet" else {}
+        export(getattr(models, name)(weights=None, **kwargs), (image,), out / f"{name}.onnx")
+    export(models.inception_v3(weights=None, aux_logits=False, init_weights=True), (torch.randn(1, 3, 299, 299),),
+           out / "inception_v3.onnx")
+    tiny_vit = models.VisionTransformer(image_size=64, patch_size=16, num_layers=2, num_heads=4, hidden_dim=64,
+                                        mlp_dim=128)  # nn.MultiheadAttention
+    export(tiny_vit, (torch.randn(1, 3, 64, 64),), out / "vit_tiny_mha.onnx")
+    export(lraspp_mobilenet_v3_large(weights=None, weights_backbone=None), (torch.randn(1, 3, 128, 128),),
+           out / "lraspp.onnx")
+
+
+def first_output(model, keyword: str):
+    """A transformers model as a plain module of one tensor: called with `keyword`, its first output."""
+    import torch
+
+    class First(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, x):
+            return self.model(**{keyword: x})[0]
+
+    model.config.return_dict = False
+    return First()
+
+
+def hf(out: Path) -> None:
+    import torch
+    import transformers as T
+
+    small = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128)
+    text = {
+        "hf_bert": T.BertModel(T.BertConfig(vocab_size=100, **small)),
+        "hf_gpt2": T.GPT2Model(T.GPT2Config(vocab_size=100, n_embd=64, n_layer=2, n_head=4)),
+        "hf_distilbert": T.DistilBertModel(T.DistilBertConfig(vocab_size=100, dim=64, n_layers=2, n_heads=4,
+                                                               hidden_dim=128)),
+        "hf_roberta": T.RobertaModel(T.RobertaConfig(vocab_size=100, **small)),
+        "hf_albert": T.AlbertModel(T.AlbertConfig(vocab_size=100, embedding_size=32, **small)),
+    }
+    ids = torch.randint(0, 100, (1, 16))
+    for name, model in text.items():
+        export(first_output(model, "input_ids"), (ids,), out / f"{name}.onnx", input_names=["input_ids"])
+    vit = T.ViTModel(T.ViTConfig(image_size=32, patch_size=8, **small))
+    export(first_output(vit, "pixel_values"), (torch.randn(1, 3, 32, 32),), out / "hf_vit.onnx")
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("families", nargs="+", choices=("vision", "hf"))
+    p.add_argument("--out", type=Path, default=Path("build/corpus"))
+    args = p.parse_args(argv)
+    import torch
+
+    warnings.filterwarnings("ignore")
+    torch.manual_seed(0)
+    args.out.mkdir(parents=True, exist_ok=True)
+    for family in args.families:
+        {"vision": vision, "hf": hf}[family](args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,52 @@
+"""bench/corpus/check_models: a model through the pass as a user runs it, its result checked against the original."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
+
+import cli_models as models  # noqa: E402
+
+from bench.corpus import check_models  # noqa: E402
+
+
+def test_a_rewritten_model_is_checked_against_its_original(tmp_path, monkeypatch):
+    """The small CNN's two convs are merged (min_gain=0 keeps the rewrite): the results agree; a pass that
+    changed the numbers (another bias on one logit) makes the check fail with exit 1."""
+    path = models.save(models.small_cnn(), tmp_path / "small.onnx")
+    out = tmp_path / "results.jsonl"
+    assert check_models.main([str(path), "--json", str(out), "--time-limit", "2"]) == 0
+    (record,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert record["model"] == "small" and record["status"] == "optimized" and record["rewrites"] >= 1
+    assert record["rewritten_vs_original"] < 1e-5 and record["original_vs_onnxruntime"] < 1e-5
+
+    from onnx import numpy_helper
+
+    from taso_relay import passes
+    from taso_relay.onnx_io import prepare
+    from taso_relay.passes import TASOPass
+
+    wrong = models.small_cnn()
+    fcb = next(t for t in wrong.graph.initializer if t.name == "fcb")
+    fcb.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(fcb) + np.float32([0.5, 0, 0, 0, 0]), "fcb"))
+    wrong_mod = prepare(models.save(wrong, tmp_path / "wrong.onnx")).mod
+
+    class ChangedNumbers:  # a pass that changed the numbers (its report is the real pass's)
+        def __init__(self, *args, **kwargs):
+            self.inner = TASOPass(*args, **kwargs)
+
+        @property
+        def report(self):
+            return self.inner.report
+
+        def __call__(self, mod):
+            self.inner(mod)
+            return wrong_mod
+
+    monkeypatch.setattr(passes, "TASOPass", ChangedNumbers)
+    assert check_models.main([str(path), "--json", str(out), "--time-limit", "2"]) == 1
+    assert json.loads(out.read_text().splitlines()[-1])["rewritten_vs_original"] > 1e-4
