@@ -33,7 +33,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..graph import INT_HIGH, Graph, NotModelled, Ref, TensorType, get_op, one_blas_thread
+from ..graph import INT_HIGH, Graph, NotModelled, Ref, TensorType, get_op, blas_on_free_cores
 
 LEAVES = ("input", "weight", "constant")
 MAX_UNCUT = 6  # levels of cuts made consistent before a pair is computed from the graph inputs instead
@@ -65,7 +65,7 @@ def check_region(before: Graph, after: Graph, close: Callable[[np.ndarray, np.nd
         return RegionCheck(False, note="output types differ")
     walk = _Walk(before, after, close, seed)
     try:
-        with np.errstate(all="ignore"), one_blas_thread():  # NaN or overflow on random inputs is compared
+        with np.errstate(all="ignore"), blas_on_free_cores():  # NaN or overflow on random inputs is compared
             same = walk.run()
     except NotModelled as exc:
         return RegionCheck(None, len(walk.results), walk.compared, walk.evaluated, str(exc))

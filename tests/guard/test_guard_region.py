@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from taso_relay.graph import GraphBuilder, TensorType
 from taso_relay.guard import check_region
@@ -131,10 +132,13 @@ def test_a_wrong_rewrite_among_dense_ones_is_caught():
     assert check_region(dense(80, False), dense(80, True, wrong_at=40), close).same is False
 
 
-def test_the_check_runs_numpy_blas_on_one_thread(monkeypatch):
+@pytest.mark.parametrize("load, threads", [(7.5, 1), (0.2, 2)], ids=["busy", "idle"])
+def test_the_check_runs_numpy_blas_on_the_free_cores(monkeypatch, load, threads):
     """OpenBLAS threads spin while they wait: beside a busy core (tuning), model-sized matmuls ran 10-50x
-    slower on two threads. Inside the check BLAS has one; outside, the user's setting is back."""
+    slower on two threads. Inside the check BLAS has the cores the load leaves free (one at least);
+    outside, the user's setting is back."""
     import dataclasses
+    import os
 
     from threadpoolctl import threadpool_info, threadpool_limits
 
@@ -147,6 +151,8 @@ def test_the_check_runs_numpy_blas_on_one_thread(monkeypatch):
     matmul = registry.OPS["matmul"]
     monkeypatch.setitem(registry.OPS, "matmul", dataclasses.replace(
         matmul, ref=lambda xs, attrs: seen.append(blas_threads()) or matmul.ref(xs, attrs)))
+    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})  # two cores
 
     def build(assoc_left: bool):
         b = GraphBuilder()
@@ -157,11 +163,11 @@ def test_the_check_runs_numpy_blas_on_one_thread(monkeypatch):
                else b.op("matmul", x, b.op("matmul", w1, w2)))
         return b.build([out])
 
-    with threadpool_limits(limits=2, user_api="blas"):  # what numpy takes on a 2-core machine
-        assert blas_threads() == {2}
+    with threadpool_limits(limits=3, user_api="blas"):  # the user's own setting
+        assert blas_threads() == {3}
         assert check_region(build(True), build(False), close).same is True
-        assert blas_threads() == {2}
-    assert seen and all(s == {1} for s in seen)
+        assert blas_threads() == {3}
+    assert seen and all(s == {threads} for s in seen)
 
 
 def test_stacked_samples_find_every_value_close_would_share():
