@@ -24,7 +24,7 @@ from tvm import relax
 from .bridge import execute
 from .bridge.from_relax import Imported, function_name, graph_from_function
 from .bridge.to_relax import function_from_graph, module_from_graph
-from .graph import Graph, NotModelled, evaluate, blas_on_free_cores, random_feeds
+from .graph import Graph, NotModelled, blas_on_free_cores, evaluate, random_feeds
 from .guard import check_region
 from .search import CONTEST_GAIN, DEFAULT_PATIENCE, DEFAULT_TIME_LIMIT, optimize  # 8 s: under the 10 s target
 from .search.layout import LAYOUTS

@@ -1,7 +1,7 @@
 """The TASO graph form: operator table, immutable graphs, interpreter. Imports no tvm."""
 from .folding import folds, weight_only
 from .graph import Graph, GraphBuilder, Node, Ref, compact, make_node
-from .interpreter import INT_HIGH, evaluate, blas_on_free_cores, random_feeds
+from .interpreter import INT_HIGH, blas_on_free_cores, evaluate, random_feeds
 from .ops import ACTIVATIONS, OPS, OpDef, Pattern, get_op
 from .types import GraphError, NotModelled, ShapeError, TensorType
 

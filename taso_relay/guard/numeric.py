@@ -33,7 +33,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..graph import INT_HIGH, Graph, NotModelled, Ref, TensorType, get_op, blas_on_free_cores
+from ..graph import INT_HIGH, Graph, NotModelled, Ref, TensorType, blas_on_free_cores, get_op
 
 LEAVES = ("input", "weight", "constant")
 MAX_UNCUT = 6  # levels of cuts made consistent before a pair is computed from the graph inputs instead
