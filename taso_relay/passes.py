@@ -573,8 +573,15 @@ def _close(a: np.ndarray, b: np.ndarray) -> bool:
         largest = float(magnitude.max())
         if not np.isfinite(largest):  # NaN or inf in the reference: scale by its finite part
             largest = float(magnitude.max(initial=0.0, where=np.isfinite(magnitude)))
-        atol = 1e-4 * (1.0 + largest)
-        ok = np.abs(b.astype(np.float64) - a) <= atol if a.dtype.itemsize < 4 else np.abs(b - a) <= atol
+        atol = np.float64(1e-4 * (1.0 + largest))  # a float64 bound: a Python float would round to float32
+        if a.dtype.itemsize < 4:
+            ok = np.abs(b.astype(np.float64) - a) <= atol
+        else:
+            diff = np.abs(b - a)  # rounded to the dtype: decide those within a rounding of the bound exactly
+            ok = diff <= atol
+            edge = np.abs(diff - atol) <= atol * 2.0 ** -20
+            if edge.any():
+                ok[edge] = np.abs(b[edge].astype(np.float64) - a[edge].astype(np.float64)) <= atol
         if ok.all():
             return True
         bad = ~ok  # the same infinity, or NaN on both sides; else a real difference (or an overflow)

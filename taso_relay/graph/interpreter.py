@@ -11,7 +11,7 @@ import os
 from typing import Mapping
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from .graph import Graph
 from .ops import get_op
@@ -27,7 +27,11 @@ def blas_on_free_cores():
     NASNet-A's numeric check spent 10 s in its convs' matmuls on two threads, against 0.1-1.2 s on
     one. On an idle machine two threads are faster (full BERT-base's pass spent 2.9-3.0 s outside its
     search, against 3.4-3.7 s on one)."""
-    with threadpool_limits(limits=free_cores(), user_api="blas"):
+    current = [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+    if not current:  # no BLAS loaded: nothing to limit
+        yield
+        return
+    with threadpool_limits(limits=min(min(current), free_cores()), user_api="blas"):  # never above the user's
         yield
 
 
@@ -37,7 +41,7 @@ def free_cores() -> int:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     try:
         load = os.getloadavg()[0]
-    except OSError:  # not available on this platform
+    except (OSError, AttributeError):  # no load average on this platform (Windows) or none readable
         return cores
     return max(1, min(cores, int(cores - load + 1)))
 

@@ -208,6 +208,9 @@ def infer_shapes(model):
     model.graph.value_info.extend(inferred.graph.value_info)
     for output, typed in zip(model.graph.output, inferred.graph.output):
         output.type.CopyFrom(typed.type)
+    for node, typed in zip(model.graph.node, inferred.graph.node):  # shapes inside If/Loop/Scan bodies
+        if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+            node.CopyFrom(typed)
     return model
 
 

@@ -50,3 +50,13 @@ def test_a_rewritten_model_is_checked_against_its_original(tmp_path, monkeypatch
     monkeypatch.setattr(passes, "TASOPass", ChangedNumbers)
     assert check_models.main([str(path), "--json", str(out), "--time-limit", "2"]) == 1
     assert json.loads(out.read_text().splitlines()[-1])["rewritten_vs_original"] > 1e-4
+
+
+def test_a_nan_a_shape_or_a_missing_output_counts_as_a_difference():
+    nan, inf = np.float32([1.0, np.nan]), np.float32([1.0, np.inf])
+    assert check_models.relative_error(nan, nan.copy()) == 0.0 and check_models.relative_error(inf, inf.copy()) == 0.0
+    assert check_models.relative_error(np.float32([1.0, 2.0]), nan) == np.inf
+    assert check_models.relative_error(inf, np.float32([1.0, -np.inf])) == np.inf
+    assert check_models.relative_error(np.zeros((1, 2)), np.zeros(2)) == np.inf
+    assert check_models.worst([np.zeros(2), np.zeros(2)], [np.zeros(2)]) == np.inf
+    assert check_models.worst([np.float32([0.0, 2.0])], [np.float32([0.0, 2.5])]) == 0.5 / 3

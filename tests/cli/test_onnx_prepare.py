@@ -177,3 +177,21 @@ def test_shape_inference_without_the_weights_values_infers_the_same_shapes():
     assert len(shapes) > 10 and {v.name: v.type for v in light.graph.value_info} == shapes
     weights = {t.name: numpy_helper.to_array(t) for t in light.graph.initializer}
     assert weights["unused_big"].shape == (LIGHT_BYTES,) and weights["w0"].size == 8 * 11
+
+
+def test_shape_inference_reaches_inside_if_branches():
+    """The shapes inferred inside a subgraph (an If's branches) are kept, as whole-model inference keeps them."""
+    from taso_relay.onnx_io.prepare import infer_shapes
+
+    def branch(op):
+        nodes = [helper.make_node(op, ["x"], ["t"]), helper.make_node("Relu", ["t"], ["y_" + op])]
+        return helper.make_graph(nodes, op, [], [helper.make_tensor_value_info("y_" + op, TensorProto.FLOAT, None)])
+
+    cond = numpy_helper.from_array(np.array(True), "cond")
+    nodes = [helper.make_node("If", ["cond"], ["y"], then_branch=branch("Neg"), else_branch=branch("Abs"))]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [cond])
+    model = infer_shapes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    then_branch = next(a.g for a in model.graph.node[0].attribute if a.name == "then_branch")
+    inner = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in then_branch.value_info}
+    assert inner == {"t": [2, 3]}

@@ -132,11 +132,12 @@ def test_a_wrong_rewrite_among_dense_ones_is_caught():
     assert check_region(dense(80, False), dense(80, True, wrong_at=40), close).same is False
 
 
-@pytest.mark.parametrize("load, threads", [(7.5, 1), (0.2, 2)], ids=["busy", "idle"])
-def test_the_check_runs_numpy_blas_on_the_free_cores(monkeypatch, load, threads):
+@pytest.mark.parametrize("load, users, threads", [(7.5, 3, 1), (0.2, 3, 2), (0.2, 1, 1)],
+                         ids=["busy", "idle", "idle-user-set-one"])
+def test_the_check_runs_numpy_blas_on_the_free_cores(monkeypatch, load, users, threads):
     """OpenBLAS threads spin while they wait: beside a busy core (tuning), model-sized matmuls ran 10-50x
-    slower on two threads. Inside the check BLAS has the cores the load leaves free (one at least);
-    outside, the user's setting is back."""
+    slower on two threads. Inside the check BLAS has the cores the load leaves free (one at least, and
+    no more than the user set); outside, the user's setting is back."""
     import dataclasses
     import os
 
@@ -163,10 +164,10 @@ def test_the_check_runs_numpy_blas_on_the_free_cores(monkeypatch, load, threads)
                else b.op("matmul", x, b.op("matmul", w1, w2)))
         return b.build([out])
 
-    with threadpool_limits(limits=3, user_api="blas"):  # the user's own setting
-        assert blas_threads() == {3}
+    with threadpool_limits(limits=users, user_api="blas"):  # the user's own setting: never exceeded
+        assert blas_threads() == {users}
         assert check_region(build(True), build(False), close).same is True
-        assert blas_threads() == {3}
+        assert blas_threads() == {users}
     assert seen and all(s == {threads} for s in seen)
 
 
@@ -224,6 +225,13 @@ def test_close_decides_as_float64_allclose_does():
         verdicts.add(_close(a, b))
     assert verdicts == {True, False}  # both verdicts were exercised
     assert not _close(np.zeros(3, "float32"), np.zeros(3, "float64")) and _close(np.zeros(0), np.zeros(0))
+    assert not _close(np.float32([0, 2]), np.float32([3e-4, 2]))  # 3e-4 in float32 is above the bound 3e-4
+    for trial in range(2000):  # differences on the bound itself, where float32 rounding would decide
+        a = (rng.normal(size=4) * 10.0 ** rng.integers(-3, 4)).astype("float32")
+        b = a.copy()
+        atol = 1e-4 * (1 + np.abs(a).max())
+        b[trial % 4] = a[trial % 4] + atol * rng.choice([1, -1]) * (1 + rng.normal() * 1e-7)
+        assert _close(a, b) == reference(a, b), (a, b)
     nan_at_1 = np.array([1.0, np.nan, np.inf], "float32")
     assert _close(nan_at_1, nan_at_1.copy()) and reference(nan_at_1, nan_at_1.copy())
     assert not _close(nan_at_1, np.array([1.0, 0.0, np.inf], "float32"))
