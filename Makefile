@@ -32,8 +32,8 @@ bench-quick: $(STAMP)
 CORPUS_VENV := .venv-corpus
 corpus: $(STAMP)
 	test -x $(CORPUS_VENV)/bin/python || $(PYTHON) -m venv $(CORPUS_VENV)
-	$(CORPUS_VENV)/bin/python -m pip install -q torch torchvision transformers onnx numpy
-	$(CORPUS_VENV)/bin/python -m bench.corpus.export_models vision hf --out build/corpus
+	$(CORPUS_VENV)/bin/python -m pip install -q torch torchvision transformers onnx onnxscript numpy
+	$(CORPUS_VENV)/bin/python -m bench.corpus.export_models vision hf dynamo --out build/corpus
 	$(PY) -m bench.corpus.check_models build/corpus/*.onnx --json build/corpus/results.jsonl
 
 rules: $(STAMP)

@@ -3,9 +3,10 @@
     make corpus   # a separate environment with torch, then both steps
     .venv-corpus/bin/python -m bench.corpus.export_models vision hf --out build/corpus
 
-Random weights (no downloads), batch 1, opset 17, torch's TorchScript exporter (`dynamo=False`):
-the graphs users bring, with the shape computations and Pads that exporter writes. A model
-that does not export is reported and skipped.
+Random weights (no downloads), batch 1; torch's TorchScript exporter (`dynamo=False`, opset 17)
+for "vision" and "hf", torch.export's (opset 18) for "dynamo": the graphs users bring, with the
+shape computations and Pads each exporter writes. A model that does not export is reported and
+skipped.
 """
 from __future__ import annotations
 
@@ -18,12 +19,17 @@ VISION = ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "
           "swin_t", "efficientnet_v2_s", "regnet_x_400mf", "alexnet"]
 
 
-def export(model, args, path: Path, **kwargs) -> None:
+def export(model, args, path: Path, dynamo: bool = False, **kwargs) -> None:
+    """torch.onnx.export at opset 17 (the TorchScript exporter) or, with dynamo, 18 (torch.export's)."""
     import torch
 
     model.eval()
+    if dynamo:
+        kwargs.update(opset_version=18, dynamo=True, external_data=False)
+    else:
+        kwargs.update(opset_version=17, dynamo=False)
     try:
-        torch.onnx.export(model, args, str(path), opset_version=17, dynamo=False, **kwargs)
+        torch.onnx.export(model, args, str(path), **kwargs)
         print(f"exported {path.name}", flush=True)
     except Exception as exc:  # noqa: BLE001 - a model the exporter refuses is reported, not fatal
         print(f"not exported {path.stem}: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}", flush=True)
@@ -83,9 +89,29 @@ def hf(out: Path) -> None:
     export(first_output(vit, "pixel_values"), (torch.randn(1, 3, 32, 32),), out / "hf_vit.onnx")
 
 
+def dynamo(out: Path) -> None:
+    """torch.export's exporter (torch's default): other graphs for the same models, and Llama's
+    grouped-query attention, which the TorchScript exporter refuses."""
+    import torch
+    import torchvision.models as models
+    import transformers as T
+
+    image = torch.randn(1, 3, 224, 224)
+    for name in ("resnet18", "mobilenet_v3_small", "swin_t", "convnext_tiny"):
+        export(getattr(models, name)(weights=None), (image,), out / f"dynamo_{name}.onnx", dynamo=True)
+    ids = torch.randint(0, 100, (1, 16))
+    small = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128)
+    bert = T.BertModel(T.BertConfig(vocab_size=100, **small))
+    export(first_output(bert, "input_ids"), (ids,), out / "dynamo_hf_bert.onnx", dynamo=True,
+           input_names=["input_ids"])
+    llama = T.LlamaModel(T.LlamaConfig(vocab_size=100, num_key_value_heads=2, use_cache=False, **small))
+    export(first_output(llama, "input_ids"), (ids,), out / "dynamo_hf_llama.onnx", dynamo=True,
+           input_names=["input_ids"])
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("families", nargs="+", choices=("vision", "hf"))
+    p.add_argument("families", nargs="+", choices=("vision", "hf", "dynamo"))
     p.add_argument("--out", type=Path, default=Path("build/corpus"))
     args = p.parse_args(argv)
     import torch
@@ -94,7 +120,7 @@ def main(argv=None) -> None:
     torch.manual_seed(0)
     args.out.mkdir(parents=True, exist_ok=True)
     for family in args.families:
-        {"vision": vision, "hf": hf}[family](args.out)
+        {"vision": vision, "hf": hf, "dynamo": dynamo}[family](args.out)
 
 
 if __name__ == "__main__":
