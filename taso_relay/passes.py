@@ -560,8 +560,8 @@ def _lowering_of(cost, default: str = "default") -> tuple[str, object]:
 def _close(a: np.ndarray, b: np.ndarray) -> bool:
     """Equal up to float32 rounding, scaled by the reference's magnitude (NaN and inf where it has them).
 
-    In the arrays' own dtype, with the non-finite elements looked at only when some element fails:
-    3.7x faster than np.allclose in float64 on full ResNeXt-50's check (112 tensors, 0.128 -> 0.035 s)."""
+    One float64 difference, with the non-finite elements looked at only when some element fails: on a
+    1x256x56x56 float32 pair 1.3 ms, against 9.0 ms for np.allclose on two float64 copies."""
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
     if not np.issubdtype(a.dtype, np.floating):
@@ -573,18 +573,10 @@ def _close(a: np.ndarray, b: np.ndarray) -> bool:
         largest = float(magnitude.max())
         if not np.isfinite(largest):  # NaN or inf in the reference: scale by its finite part
             largest = float(magnitude.max(initial=0.0, where=np.isfinite(magnitude)))
-        atol = np.float64(1e-4 * (1.0 + largest))  # a float64 bound: a Python float would round to float32
-        if a.dtype.itemsize < 4:
-            ok = np.abs(b.astype(np.float64) - a) <= atol
-        else:
-            diff = np.abs(b - a)  # rounded to the dtype: decide those within a rounding of the bound exactly
-            ok = diff <= atol
-            edge = np.abs(diff - atol) <= atol * 2.0 ** -20
-            if edge.any():
-                ok[edge] = np.abs(b[edge].astype(np.float64) - a[edge].astype(np.float64)) <= atol
+        ok = np.abs(b.astype(np.float64) - a) <= 1e-4 * (1.0 + largest)  # exact: float32 - float32 in float64
         if ok.all():
             return True
-        bad = ~ok  # the same infinity, or NaN on both sides; else a real difference (or an overflow)
+        bad = ~ok  # the same infinity, or NaN on both sides; else a real difference
         x, y = a[bad], b[bad]
         return bool(np.all((x == y) | (np.isnan(x) & np.isnan(y))))
 

@@ -51,6 +51,7 @@ def compare(out: list[np.ndarray], ref: list[np.ndarray]) -> dict:
         scale = max(1.0, float(np.max(np.abs(r64))) if r64.size else 1.0)
         err = np.abs(o64 - r64)
         a = float(err.max()) if err.size else 0.0
+        a = a if a == a else float("inf")  # a NaN on either side: Python's max() below would drop it
         max_abs = max(max_abs, a)
         max_rel = max(max_rel, a / scale)
         finite = bool(np.all(np.isfinite(o64)))
