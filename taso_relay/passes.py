@@ -560,25 +560,41 @@ def _lowering_of(cost, default: str = "default") -> tuple[str, object]:
 def _close(a: np.ndarray, b: np.ndarray) -> bool:
     """Equal up to float32 rounding, scaled by the reference's magnitude (NaN and inf where it has them).
 
-    One float64 difference, with the non-finite elements looked at only when some element fails: on a
-    1x256x56x56 float32 pair 1.3 ms, against 9.0 ms for np.allclose on two float64 copies."""
+    A float64 difference, with the non-finite elements looked at only when some element fails: on a
+    1x256x56x56 float32 pair 1.3 ms, against 9.0 ms for np.allclose on two float64 copies. Taken in
+    blocks of CLOSE_BLOCK elements, so a language model's logits need no float64 copy of their own."""
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
     if not np.issubdtype(a.dtype, np.floating):
         return bool(np.array_equal(a, b))
     if a.size == 0:
         return True
+    flat_a, flat_b = a.reshape(-1), b.reshape(-1)
+    blocks = range(0, flat_a.size, CLOSE_BLOCK)
     with np.errstate(all="ignore"):
-        magnitude = np.abs(a)
-        largest = float(magnitude.max())
-        if not np.isfinite(largest):  # NaN or inf in the reference: scale by its finite part
-            largest = float(magnitude.max(initial=0.0, where=np.isfinite(magnitude)))
-        ok = np.abs(b.astype(np.float64) - a) <= 1e-4 * (1.0 + largest)  # exact: float32 - float32 in float64
-        if ok.all():
-            return True
-        bad = ~ok  # the same infinity, or NaN on both sides; else a real difference
-        x, y = a[bad], b[bad]
-        return bool(np.all((x == y) | (np.isnan(x) & np.isnan(y))))
+        largest = max(_finite_max(np.abs(flat_a[i:i + CLOSE_BLOCK])) for i in blocks)
+        bound = 1e-4 * (1.0 + largest)
+        for i in blocks:
+            x, y = flat_a[i:i + CLOSE_BLOCK], flat_b[i:i + CLOSE_BLOCK]
+            ok = np.abs(y.astype(np.float64) - x) <= bound  # exact: float32 - float32 in float64
+            if ok.all():
+                continue
+            bad = ~ok  # the same infinity, or NaN on both sides; else a real difference
+            x, y = x[bad], y[bad]
+            if not np.all((x == y) | (np.isnan(x) & np.isnan(y))):
+                return False
+    return True
+
+
+CLOSE_BLOCK = 1 << 22  # elements _close compares at a time (32 MB of float64)
+
+
+def _finite_max(magnitude: np.ndarray) -> float:
+    """The largest of |values|, leaving out NaN and inf (a reference that has them is scaled by the rest)."""
+    largest = float(magnitude.max())
+    if not np.isfinite(largest):
+        largest = float(magnitude.max(initial=0.0, where=np.isfinite(magnitude)))
+    return largest
 
 
 def _named_in(mod, name: str) -> bool:

@@ -195,10 +195,16 @@ def test_stacked_samples_find_every_value_close_would_share():
     assert [key for key, _ in samples.near(base[3])] == [3]  # NaN matches NaN only where both have it
 
 
-def test_close_decides_as_float64_allclose_does():
+@pytest.mark.parametrize("block", [None, 2, 5])
+def test_close_decides_as_float64_allclose_does(block, monkeypatch):
     """TASOPass's `close` works in the arrays' dtype and looks at NaN and inf only when an element
-    fails; its verdicts are those of the float64 np.allclose it replaced."""
+    fails; its verdicts are those of the float64 np.allclose it replaced, whether it takes the arrays
+    whole or in blocks (the scale stays that of the whole reference)."""
+    from taso_relay import passes
     from taso_relay.passes import _close
+
+    if block is not None:
+        monkeypatch.setattr(passes, "CLOSE_BLOCK", block)
 
     def reference(a, b):
         if a.shape != b.shape or a.dtype != b.dtype:
