@@ -5,7 +5,8 @@ better on x86 (a 3x3 conv measured 1.07x faster, issue #6). One conv alone to
 NHWC costs two transposes; the gain comes when every conv is converted and the
 transposes between them cancel. These rules are the steps of that: a conv
 becomes the NHWC conv between transposes, the NHWC-to-NCHW transpose moves down
-through element-wise operators, batch norms, concats, pools, pads, slices and a head's spatial mean, and meets
+through element-wise operators, batch norms, concats, channel splits, pools, pads, slices and a head's spatial
+mean, and meets
 the next conv's NCHW-to-NHWC transpose, where the pair cancels.
 
 A transpose that other operators still read stays for them: every rule that
@@ -31,6 +32,7 @@ BINARY = ("add", "mul", "sub", "div", "maximum", "minimum")
 CLIPS = {"relu6": {"min": 0.0, "max": 6.0}, "clip01": {"min": 0.0, "max": 1.0}}
 HW_MEANS = (((2, 3), (1, 2)),)  # a head's spatial mean, NCHW axes => NHWC (graphs store reduce axes sorted, >= 0)
 MAX_CONCAT = 8
+MAX_SPLIT = 8  # parts of a channel split (ShuffleNet's halves; the search's merged relus, split back)
 # strided slices over NCHW axes (unit strides): a channel range, H, W, or both (NASNet's shifted path)
 SLICE_AXES = ((1,), (2,), (3,), (2, 3))
 
@@ -99,6 +101,8 @@ def nhwc_rules() -> list[dict]:
         rules.append(_pushed(f"l-concat{k}", "layout-push", "concat", {"axis": 1}, names,
                              {"inputs": {x: [1, 5, 6, 2 + i] for i, x in enumerate(names)}, "vars": {}},
                              out_attrs={"axis": 3}))
+    for k in range(2, MAX_SPLIT + 1):
+        rules.append(_split(k))
     rules.append(_pushed("l-batch_norm", "layout-push", "batch_norm", {"axis": 1, "epsilon": "?e"}, ["y"],
                          {"inputs": {"y": [1, 5, 6, 3], **{p: [3] for p in ("g", "b", "m", "v")}},
                           "vars": {"e": 1e-5}},
@@ -133,6 +137,18 @@ def nhwc_rules() -> list[dict]:
 def _nhwc_pairs(widths: str) -> str:
     """An NCHW pad_width's (before, after) pairs in NHWC order, as an expression over the variable."""
     return ", ".join(f"{widths}[{2 * a}], {widths}[{2 * a + 1}]" for a in TO_NHWC)
+
+
+def _split(k):
+    """split(T y) into k channel ranges => the transposes of y split into k ranges along its last axis
+    (a split's parts are several outputs, so _pushed's one-output form does not serve)."""
+    sizes = [f"?s{i}" for i in range(k)]
+    target = [_node("n", "split", ["y"], axis=3, sizes=sizes)]
+    target += [_t(f"r{i}", f"n:{i}") for i in range(k)] + [_t("u", "y")]
+    return _rule(f"l-split{k}", "layout-push", [("y", "any")],
+                 [_t("t", "y"), _node("o", "split", ["t"], axis=1, sizes=sizes)], target,
+                 [(f"o:{i}", f"r{i}") for i in range(k)] + [("t", "u")],
+                 {"inputs": {"y": [1, 5, 6, k * (k + 1) // 2]}, "vars": {f"s{i}": i + 1 for i in range(k)}})
 
 
 def _scalar(op, left):

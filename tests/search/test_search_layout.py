@@ -326,3 +326,44 @@ def test_a_pad_and_slices_on_two_axes_or_the_channels_carry_the_transpose():
     assert [n.attr_dict["pad_width"] for n in pads] == [(0, 0, 0, 1, 0, 1, 0, 0)]  # H and W are axes 1, 2 now
     feeds = random_feeds(g, np.random.default_rng(14))
     np.testing.assert_allclose(evaluate(converted, feeds)[0], evaluate(g, feeds)[0], rtol=1e-5, atol=1e-5)
+
+
+def channel_halves():
+    """ShuffleNetV2's unit as exported (a channel split in halves, one half through convs, concat) and
+    the search's merged relus (two convs' relus joined by a concat, split back into three readers)."""
+    rng = np.random.default_rng(15)
+    b = GraphBuilder()
+
+    def w(name, shape):
+        return b.weight(name, shape, value=(rng.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))).astype("float32"))
+
+    c = b.op("relu", b.op("conv2d", b.input("x", (1, 3, 9, 8)), w("w0", (8, 3, 3, 3)), padding=(1, 1, 1, 1)))
+    left, right = b.op("split", c, axis=1, sizes=(4, 4))
+    right = b.op("conv2d", right, w("w1", (4, 4, 1, 1)), activation="relu")
+    unit = b.op("concat", left, right, axis=1)
+    a, d = b.op("conv2d", unit, w("w2", (3, 8, 1, 1))), b.op("conv2d", unit, w("w3", (5, 8, 3, 3)), padding=(1, 1, 1, 1))
+    p, q, r = b.op("split", b.op("relu", b.op("concat", a, d, axis=1)), axis=1, sizes=(3, 2, 3))
+    return b.build([b.op("conv2d", b.op("add", b.op("concat", p, q, r, axis=1), b.op("concat", r, q, p, axis=1)),
+                         w("w4", (2, 8, 1, 1)))])
+
+
+def test_channel_splits_carry_the_transpose_and_tvm_computes_the_same():
+    import tvm
+    from tvm import relax
+
+    from taso_relay.bridge.to_relax import module_from_graph
+    from taso_relay.cost.lowering import compile_module
+
+    g = channel_halves()
+    converted, trail, complete = convert_layout(g)
+    assert complete and layouts(converted) == Counter({"NHWC": 5})
+    used = {m.rule.id for m, _ in trail}
+    assert {"l-split2", "l-split3", "l-concat2", "l-concat3"} <= used
+    assert len(activation_transposes(converted)) == 2  # the input's and the output's
+    assert [n.attr_dict["axis"] for n in converted.nodes if n.op == "split"] == [3, 3]
+    feeds = random_feeds(g, np.random.default_rng(16))
+    want = evaluate(g, feeds)[0]
+    np.testing.assert_allclose(evaluate(converted, feeds)[0], want, rtol=1e-5, atol=1e-5)
+    ex = compile_module(module_from_graph(converted), tvm.target.Target({"kind": "llvm", "num-cores": 2}))
+    got = relax.VirtualMachine(ex, tvm.cpu())["main"](tvm.runtime.tensor(feeds["x"])).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
