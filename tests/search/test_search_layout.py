@@ -341,19 +341,30 @@ def channel_halves():
     left, right = b.op("split", c, axis=1, sizes=(4, 4))
     right = b.op("conv2d", right, w("w1", (4, 4, 1, 1)), activation="relu")
     unit = b.op("concat", left, right, axis=1)
-    a, d = b.op("conv2d", unit, w("w2", (3, 8, 1, 1))), b.op("conv2d", unit, w("w3", (5, 8, 3, 3)), padding=(1, 1, 1, 1))
+    a = b.op("conv2d", unit, w("w2", (3, 8, 1, 1)))
+    d = b.op("conv2d", unit, w("w3", (5, 8, 3, 3)), padding=(1, 1, 1, 1))
     p, q, r = b.op("split", b.op("relu", b.op("concat", a, d, axis=1)), axis=1, sizes=(3, 2, 3))
     return b.build([b.op("conv2d", b.op("add", b.op("concat", p, q, r, axis=1), b.op("concat", r, q, p, axis=1)),
                          w("w4", (2, 8, 1, 1)))])
 
 
-def test_channel_splits_carry_the_transpose_and_tvm_computes_the_same():
+def assert_same_in_tvm(graph, converted, seed: int) -> None:
+    """The converted graph computes what the original does, in the interpreter and built by TVM."""
     import tvm
     from tvm import relax
 
     from taso_relay.bridge.to_relax import module_from_graph
     from taso_relay.cost.lowering import compile_module
 
+    feeds = random_feeds(graph, np.random.default_rng(seed))
+    want = evaluate(graph, feeds)[0]
+    np.testing.assert_allclose(evaluate(converted, feeds)[0], want, rtol=1e-4, atol=1e-5)
+    ex = compile_module(module_from_graph(converted), tvm.target.Target({"kind": "llvm", "num-cores": 2}))
+    got = relax.VirtualMachine(ex, tvm.cpu())["main"](tvm.runtime.tensor(feeds["x"])).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_channel_splits_carry_the_transpose_and_tvm_computes_the_same():
     g = channel_halves()
     converted, trail, complete = convert_layout(g)
     assert complete and layouts(converted) == Counter({"NHWC": 5})
@@ -361,9 +372,35 @@ def test_channel_splits_carry_the_transpose_and_tvm_computes_the_same():
     assert {"l-split2", "l-split3", "l-concat2", "l-concat3"} <= used
     assert len(activation_transposes(converted)) == 2  # the input's and the output's
     assert [n.attr_dict["axis"] for n in converted.nodes if n.op == "split"] == [3, 3]
-    feeds = random_feeds(g, np.random.default_rng(16))
-    want = evaluate(g, feeds)[0]
-    np.testing.assert_allclose(evaluate(converted, feeds)[0], want, rtol=1e-5, atol=1e-5)
-    ex = compile_module(module_from_graph(converted), tvm.target.Target({"kind": "llvm", "num-cores": 2}))
-    got = relax.VirtualMachine(ex, tvm.cpu())["main"](tvm.runtime.tensor(feeds["x"])).numpy()
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    assert_same_in_tvm(g, converted, seed=16)
+
+
+def convnext_block():
+    """torchvision's ConvNeXt block as exported: a depthwise 7x7 conv, then permuted to NHWC for the layer
+    norm and the two linear layers, permuted back, scaled per channel by a (C, 1, 1) weight (layer scale,
+    as the weight's left operand) and added to the block's input; then a downsampling conv."""
+    rng = np.random.default_rng(17)
+    b = GraphBuilder()
+
+    def w(name, shape, scale=1.0):
+        return b.weight(name, shape, value=(scale * rng.standard_normal(shape)).astype("float32"))
+
+    x = b.op("conv2d", b.input("x", (1, 3, 12, 12)), w("stem", (8, 3, 2, 2), 0.3), strides=(2, 2))
+    d = b.op("conv2d", x, w("dw", (8, 1, 7, 7), 0.2), groups=8, padding=(3, 3, 3, 3))
+    h = b.op("layer_norm", b.op("transpose", d, perm=(0, 2, 3, 1)), w("g", (8,)), w("beta", (8,)), axes=(-1,))
+    h = b.op("gelu", b.op("add", b.op("matmul", h, w("fc1", (8, 32), 0.3)), w("b1", (32,))))
+    h = b.op("add", b.op("matmul", h, w("fc2", (32, 8), 0.2)), w("b2", (8,)))
+    y = b.op("add", x, b.op("mul", w("scale", (8, 1, 1)), b.op("transpose", h, perm=(0, 3, 1, 2))))
+    return b.build([b.op("conv2d", y, w("down", (16, 8, 2, 2), 0.3), strides=(2, 2))])
+
+
+def test_a_convnext_block_runs_in_nhwc_from_end_to_end():
+    """The block's own permutes cancel against the depthwise conv's transposes, and the layer scale, a
+    rank-3 weight, carries the transpose (l-mul-weight3): only the input's and the output's stay."""
+    g = convnext_block()
+    converted, trail, complete = convert_layout(g)
+    assert complete and layouts(converted) == Counter({"NHWC": 3})
+    used = {m.rule.id for m, _ in trail}
+    assert {"l-mul-weight3", "l-add", "l-cancel"} <= used
+    assert len(activation_transposes(converted)) == 2
+    assert_same_in_tvm(g, converted, seed=18)

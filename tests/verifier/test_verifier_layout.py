@@ -74,7 +74,7 @@ def _layout_rule(rule_id, mutate=None):
 @pytest.mark.parametrize("rule_id", ["l-max_pool2d", "l-avg_pool2d", "l-concat3", "l-add-weight", "l-cancel",
                                      "l-batch_norm", "l-relu6", "l-div-weight", "l-mean23-drop", "l-mean23-keep",
                                      "l-clip01", "l-div-scalar-left", "l-pad", "l-slice23", "l-slice1",
-                                     "l-split2", "l-split5"])
+                                     "l-split2", "l-split5", "l-mul-weight3", "l-sub-weight3"])
 def test_layout_rules_are_proved(rule_id):
     assert prove_rule(_layout_rule(rule_id), timeout=20).status == PROVED
 
@@ -102,6 +102,8 @@ def _target(data, node_id):
     ("l-slice1", lambda d: _target(d, "n")["attrs"].update(axes=[1])),  # the channel slice left on NCHW's axis
     ("l-split2", lambda d: _target(d, "n")["attrs"].update(axis=1)),  # split along H instead of C
     ("l-split3", lambda d: d["outputs"].__setitem__(0, ["o:0", "r1"])),  # the parts mapped out of order
+    ("l-mul-weight3", lambda d: _target(d, "w0").update(attrs={"perm": [2, 0, 1]})),  # (C, 1, 1) to (1, C, 1)
+    ("l-sub-weight3", lambda d: _target(d, "n").update(inputs=["w0", "y"])),  # w - y for y - w
 ])
 def test_a_wrong_layout_rule_is_not_proved(rule_id, mutate):
     """Neither with the concrete search nor by Z3 alone: the pool's NHWC encoding is not vacuous."""

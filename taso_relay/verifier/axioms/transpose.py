@@ -79,6 +79,20 @@ for _b in LAYOUT_RULE_BINARY:  # a rank-0 operand (hardswish's x + 3): broadcast
                             N("transpose", N(_b, *_args), perm="?p"), N(_b, *_t),
                             guard=["rank(s) == 0"], shapes={"x": _X4, "s": ()}, domains={"p": _P4},
                             both_ways=True))
+# A per-channel weight of rank 3 ((C, 1, 1): ConvNeXt's layer scale, as PyTorch keeps it) broadcasts
+# against the last three axes of an NCHW tensor; against the NHWC tensor, turned to (1, 1, C), the same.
+for _b in LAYOUT_RULE_BINARY:
+    for _side in ("right", "left"):
+        if _side == "left" and get_op(_b).commutative:
+            continue  # the matcher tries a commutative op's operands both ways
+        _tx, _tv = N("transpose", "x", perm=(0, 3, 1, 2)), N("transpose", "v", perm=(1, 2, 0))
+        _lhs = N(_b, _tx, "v") if _side == "right" else N(_b, "v", _tx)
+        _rhs = N(_b, "x", _tv) if _side == "right" else N(_b, _tv, "x")
+        AXIOMS.append(axiom(f"transpose4_{_b}_rank3_{_side}", "transpose", _lhs,
+                            N("transpose", _rhs, perm=(0, 3, 1, 2)), guard=["rank(v) == 3"],
+                            shapes={"x": ("n", "h", "w", "c"), "v": ("c", 1, 1)}, both_ways=True,
+                            doc="A rank-3 operand broadcasts against the (C, H, W) axes of the NCHW reading; "
+                                "transposed to (H, W, C), against the same elements of the NHWC tensor."))
 for _nchw, _nhwc in HW_MEANS:
     for _keep in (False, True):
         _mean = N("mean", "y", axes=_nhwc, keepdims=_keep)
