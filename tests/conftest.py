@@ -1,8 +1,28 @@
-"""Shared test helpers: `run_module` (compile and run a Relax module), a seeded `rng`, the shipped K=3 rules."""
+"""Shared test helpers: `run_module` (compile and run a Relax module), a seeded `rng`, the shipped K=3 rules;
+every test runs with a cache directory of its session, whose machine peaks are fixed."""
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pytest
+
+# This machine's peaks, idle (2 cores): what the tests' expectations of the default analytic model assume.
+# Measured beside other work they read half of this, and a search then prices merges differently.
+TEST_PEAKS = {"gflops": 245.0, "gbps": 49.0, "launch_s": 2e-6}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_cache_dir(tmp_path_factory):
+    """The cost models' cache (peaks, measured costs, tuning records) in a directory of the test session:
+    nothing from the user's cache, and peaks that do not depend on what else ran when they were measured."""
+    from taso_relay.cost.analytic import PEAKS_METHOD, _host
+
+    cache = tmp_path_factory.mktemp("taso-relay-cache")
+    (cache / "peaks.json").write_text(json.dumps({**TEST_PEAKS, "host": _host(), "method": PEAKS_METHOD}))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TASO_RELAY_CACHE_DIR", str(cache))
+        yield cache
 
 
 def run_module(mod, inputs, target=None, func: str = "main") -> list[np.ndarray]:
