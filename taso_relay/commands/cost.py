@@ -2,6 +2,8 @@
 
     taso-relay cost show MODEL.onnx [--cost analytic|measured|tuned] [--top N]
     taso-relay cost show --cache
+    taso-relay cost clear [--cache-file F] [--target JSON]
+    taso-relay cost peaks [--remeasure] [--json]
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ def add_cost(sub) -> None:
     if importlib.util.find_spec("taso_relay.cost.protocol") is None:
         return  # the cost package is not there: no subcommand
     p = sub.add_parser("cost", help="inspect cost models and the cost cache")
-    inner = p.add_subparsers(dest="cost_command", metavar="{show}")
+    inner = p.add_subparsers(dest="cost_command", metavar="{show,clear,peaks}")
     inner.required = True
     show = inner.add_parser("show", help="cost of a model's kernels (as TVM fuses them), or the cache's contents",
                             description=common.description(__doc__))
@@ -32,6 +34,24 @@ def add_cost(sub) -> None:
     show.add_argument("--cache", action="store_true", help="summarise the on-disk cost cache instead")
     show.add_argument("--cache-file", type=Path, default=None, metavar="FILE", help="cost cache (default: user cache)")
     show.set_defaults(run=run_cost_show)
+    _add_cache_commands(inner)
+
+
+def _add_cache_commands(inner) -> None:
+    """`clear` and `peaks`, handled by taso_relay.cost.cli (whose `show` is `show --cache` here)."""
+    from ..cost.cli import run_clear, run_peaks
+
+    clear = inner.add_parser("clear", help="delete cached kernel timings")
+    clear.add_argument("--cache-file", type=Path, default=None, metavar="FILE",
+                       help="the SQLite cost cache (default: costs.sqlite in the user cache directory)")
+    clear.add_argument("--target", default=None, metavar="JSON", help="only entries of this exact target key")
+    clear.add_argument("--json", action="store_true", help="print JSON")
+    clear.set_defaults(run=run_clear)
+    peaks = inner.add_parser("peaks", help="the analytic model's machine peaks (measured once, cached; measured "
+                                           "again when first taken on a busy machine)")
+    peaks.add_argument("--remeasure", action="store_true", help="measure again and update the cache")
+    peaks.add_argument("--json", action="store_true", help="print JSON")
+    peaks.set_defaults(run=run_peaks)
 
 
 def _model(name: str, target, module, args):

@@ -81,10 +81,9 @@ def _busy_cores() -> float | None:
 def load_peaks(path: str | os.PathLike | None = None, remeasure: bool = False) -> MachinePeaks:
     """Peaks for this machine from the JSON cache, measured (and saved) on first use.
 
-    Peaks measured while other work held the cores read low (on 2 cores beside a tuning run: 128 GFLOP/s
-    and 13 GB/s against 245 and 49 idle), and every later search would price with them: such a
-    measurement is kept with the load it was taken under, and measured again once the machine is
-    quieter, keeping the higher of each figure."""
+    Peaks measured while other work held the cores read low, and every later search would price with
+    them: such a measurement is kept with the load it was taken under, and measured again once the
+    machine is quieter, keeping the higher of each figure."""
     path = Path(path) if path else default_peaks_path()
     cached, busy_now = None, _busy_cores()
     if not remeasure and path.exists():

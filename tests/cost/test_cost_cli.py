@@ -54,3 +54,14 @@ def test_peaks(capsys, _private_cache_dir):
     assert run(["cost", "peaks", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["gflops"] > 0 and (_private_cache_dir / "peaks.json").exists()
+
+
+def test_the_installed_command_has_clear_and_peaks(capsys):
+    """`taso-relay cost peaks|clear` as the console script parses them (not only add_cost_commands)."""
+    from taso_relay.cli import main
+
+    assert main(["cost", "peaks", "--json"]) == 0
+    peaks = json.loads(capsys.readouterr().out)
+    assert peaks["gflops"] > 0 and peaks["path"].endswith("peaks.json")
+    assert main(["cost", "clear", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["removed"] == 0
