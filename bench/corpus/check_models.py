@@ -35,14 +35,9 @@ def layout_pass(layout: str):
     """TASOPass whose result also has every conv in `layout` (grouped and depthwise ones included)."""
     from tvm import relax
 
+    from bench.corpus.layout_census import activation_transposes
     from taso_relay.passes import TASOOptimizer
     from taso_relay.search.layout import convert_layout
-    from taso_relay.subst.index import index_of
-
-    def moved(graph) -> int:
-        """Transposes of activations (those of weights fold at compile time)."""
-        foldable = index_of(graph).foldable
-        return sum(n.op == "transpose" and not foldable[i] for i, n in enumerate(graph.nodes))
 
     class Converted(TASOOptimizer):
         def optimize_graph(self, graph, report=None):
@@ -51,7 +46,7 @@ def layout_pass(layout: str):
             self.layout_note = {"convs": sum(n.op == "conv2d" for n in converted.nodes),
                                 f"{layout}_convs": sum(n.op == "conv2d" and n.attr("data_layout") == layout.upper()
                                                        for n in converted.nodes),
-                                "transposes": [moved(g) for g in (best, converted)],
+                                "transposes": [len(activation_transposes(g)) for g in (best, converted)],
                                 "complete": complete}
             return converted
 

@@ -14,6 +14,14 @@ import sys
 import warnings
 
 
+def activation_transposes(graph) -> list[int]:
+    """The transposes of activations (those of weights fold at compile time)."""
+    from taso_relay.subst.index import index_of
+
+    foldable = index_of(graph).foldable
+    return [i for i, n in enumerate(graph.nodes) if n.op == "transpose" and not foldable[i]]
+
+
 def census(path: str) -> dict:
     from taso_relay.bridge.from_relax import graph_from_function
     from taso_relay.onnx_io import prepare
@@ -28,11 +36,11 @@ def census(path: str) -> dict:
     converted, _trail, complete = convert_layout(graph, "nhwc")
     index = index_of(converted)
     left: collections.Counter = collections.Counter()
-    for i, node in enumerate(converted.nodes):
-        if node.op == "transpose" and not index.foldable[i]:
-            users = sorted({label(converted.nodes[u]) for u, _ in index.users[i]})
-            to = "NHWC" if tuple(node.attr("perm")) == (0, 2, 3, 1) else "NCHW"
-            left[f"{label(converted.nodes[node.inputs[0].node])} -> {to} -> {','.join(users)}"] += 1
+    for i in activation_transposes(converted):
+        node = converted.nodes[i]
+        users = sorted({label(converted.nodes[u]) for u, _ in index.users[i]})
+        to = "NHWC" if tuple(node.attr("perm")) == (0, 2, 3, 1) else "NCHW"
+        left[f"{label(converted.nodes[node.inputs[0].node])} -> {to} -> {','.join(users)}"] += 1
     return {"convs": sum(n.op == "conv2d" for n in converted.nodes), "complete": complete,
             "transposes_left": sum(left.values()), "where": dict(left.most_common())}
 

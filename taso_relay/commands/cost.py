@@ -38,20 +38,10 @@ def add_cost(sub) -> None:
 
 
 def _add_cache_commands(inner) -> None:
-    """`clear` and `peaks`, handled by taso_relay.cost.cli (whose `show` is `show --cache` here)."""
-    from ..cost.cli import run_clear, run_peaks
+    """`clear` and `peaks` as taso_relay.cost.cli defines them (its `show` is `show --cache` here)."""
+    from ..cost.cli import add_clear_and_peaks
 
-    clear = inner.add_parser("clear", help="delete cached kernel timings")
-    clear.add_argument("--cache-file", type=Path, default=None, metavar="FILE",
-                       help="the SQLite cost cache (default: costs.sqlite in the user cache directory)")
-    clear.add_argument("--target", default=None, metavar="JSON", help="only entries of this exact target key")
-    clear.add_argument("--json", action="store_true", help="print JSON")
-    clear.set_defaults(run=run_clear)
-    peaks = inner.add_parser("peaks", help="the analytic model's machine peaks (measured once, cached; measured "
-                                           "again when first taken on a busy machine)")
-    peaks.add_argument("--remeasure", action="store_true", help="measure again and update the cache")
-    peaks.add_argument("--json", action="store_true", help="print JSON")
-    peaks.set_defaults(run=run_peaks)
+    add_clear_and_peaks(inner)
 
 
 def _model(name: str, target, module, args):

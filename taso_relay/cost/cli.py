@@ -33,17 +33,23 @@ def add_cost_commands(subparsers) -> argparse._SubParsersAction:
     _json_flag(show)
     _set(show, run_show)
 
+    add_clear_and_peaks(inner)
+    return inner
+
+
+def add_clear_and_peaks(inner) -> None:
+    """The `clear` and `peaks` subcommands, for this parser and the installed command's `cost`."""
     clear = inner.add_parser("clear", help="delete cached kernel timings")
     _cache_file(clear)
     clear.add_argument("--target", default=None, metavar="JSON", help="only entries of this exact target key")
     _json_flag(clear)
     _set(clear, run_clear)
 
-    peaks = inner.add_parser("peaks", help="the machine peaks of the analytic model (measured once, cached)")
+    peaks = inner.add_parser("peaks", help="the machine peaks of the analytic model (measured once, cached; "
+                                           "again once quieter when first taken on a busy machine)")
     peaks.add_argument("--remeasure", action="store_true", help="measure again and update the cache")
     _json_flag(peaks)
     _set(peaks, run_peaks)
-    return inner
 
 
 def _cache_file(p) -> None:

@@ -62,3 +62,14 @@ def test_a_nan_a_shape_or_a_missing_output_counts_as_a_difference():
     assert agree([ones], [ones.copy()]) and not agree([np.float32([1.0, 2.5])], [ones])
     assert not agree([np.float32([1.0, np.nan])], [ones]) and not agree([ones], [np.float32([1.0, np.nan])])
     assert not agree([np.zeros((1, 2))], [np.zeros(2)]) and not agree([ones], [ones, ones])
+
+
+def test_with_a_layout_every_conv_is_converted_and_the_result_still_agrees(tmp_path):
+    path = models.save(models.small_cnn(), tmp_path / "small.onnx")
+    out = tmp_path / "results.jsonl"
+    assert check_models.main([str(path), "--json", str(out), "--time-limit", "2", "--layout", "nhwc"]) == 0
+    (record,) = [json.loads(line) for line in out.read_text().splitlines()]
+    layout = record["layout"]
+    assert layout["convs"] >= 1 and layout["nhwc_convs"] == layout["convs"] and layout["complete"]
+    assert layout["transposes"][1] >= 1  # at least the input's
+    assert record["rewritten_vs_original"] < 1e-5
