@@ -32,8 +32,10 @@ BINARY = ("add", "mul", "sub", "div", "maximum", "minimum")
 # clip's bounds are literals to the verifier: MobileNets' relu6 and hardsigmoid's clip only
 CLIPS = {"relu6": {"min": 0.0, "max": 6.0}, "clip01": {"min": 0.0, "max": 1.0}}
 HW_MEANS = (((2, 3), (1, 2)),)  # a head's spatial mean, NCHW axes => NHWC (graphs store reduce axes sorted, >= 0)
-MAX_CONCAT = 13  # DenseNet concatenates every earlier layer of a block (up to 49 inputs in DenseNet-201); Z3 proves
-# the 13-input rule in 6 s, the 14-input one in 10 s and the 20-input one not within 60 s
+MAX_CONCAT = 13  # concats the transpose moves through in one rule; Z3 proves the 13-input rule in 0.5-6 s, the 16-input
+# one in 2.5-11 s and the 20-input one in 90 s (E-matching meets every bracketing of the concat on the way)
+WIDE_CONCAT = 64  # DenseNet concatenates every earlier layer of a block (25 inputs in DenseNet-121, 49 in -201):
+# wider concats than MAX_CONCAT are taken apart (_nest) and put back together in NHWC (_flatten)
 MAX_SPLIT = 8  # parts of a channel split (ShuffleNet's halves; the search's merged relus, split back)
 # strided slices over NCHW axes (unit strides): a channel range, H, W, or both (NASNet's shifted path)
 SLICE_AXES = ((1,), (2,), (3,), (2, 3))
@@ -71,6 +73,33 @@ def _pushed(id_, family, op, attrs, operands, example, extra_inputs=(), weight_p
     return _rule(id_, family, inputs, source, target, outputs, example, constraints)
 
 
+def _nest(k: int) -> dict:
+    """A concat of k > MAX_CONCAT transposed inputs => the concat of the first k-1, then the last one.
+
+    The inner concat nests again until l-concat13 takes it, and l-concat2 each outer one. The
+    verifier encodes an n-ary concat as this very left fold of binary ones, so both sides are one
+    term and the proof is immediate at any k (where a 20-input l-concat is not)."""
+    names = [f"x{i}" for i in range(k)]
+    source = [_t(f"t{i}", x) for i, x in enumerate(names)]
+    source.append(_node("o", "concat", [f"t{i}" for i in range(k)], axis=1))
+    target = [_t(f"u{i}", x) for i, x in enumerate(names)]
+    target += [_node("a", "concat", [f"u{i}" for i in range(k - 1)], axis=1),
+               _node("n", "concat", ["a", f"u{k - 1}"], axis=1)]
+    outputs = [("o", "n")] + [(f"t{i}", f"u{i}") for i in range(k)]
+    return _rule(f"l-concat-nest{k}", "layout-regroup", [(x, "any") for x in names], source, target, outputs,
+                 {"inputs": {x: [1, 5, 6, 1 + i % 3] for i, x in enumerate(names)}, "vars": {}})
+
+
+def _flatten(k: int) -> dict:
+    """concat(concat(k-1 inputs), one more) on NHWC's channel axis => one concat of k: _nest's pieces,
+    once their transposes have moved below them, back together (one copy of each input, not k)."""
+    names = [f"x{i}" for i in range(k)]
+    source = [_node("a", "concat", names[:-1], axis=3), _node("o", "concat", ["a", names[-1]], axis=3)]
+    target = [_node("n", "concat", names, axis=3)]
+    return _rule(f"l-concat-flatten{k}", "layout-regroup", [(x, "any") for x in names], source, target,
+                 [("o", "n")], {"inputs": {x: [1, 5, 6, 1 + i % 3] for i, x in enumerate(names)}, "vars": {}})
+
+
 def nhwc_rules() -> list[dict]:
     nhwc = {"inputs": {"y": [1, 5, 6, 3]}, "vars": {}}
     rules = [
@@ -106,6 +135,8 @@ def nhwc_rules() -> list[dict]:
         rules.append(_pushed(f"l-concat{k}", "layout-push", "concat", {"axis": 1}, names,
                              {"inputs": {x: [1, 5, 6, 2 + i] for i, x in enumerate(names)}, "vars": {}},
                              out_attrs={"axis": 3}))
+    for k in range(MAX_CONCAT + 1, WIDE_CONCAT + 1):
+        rules += [_nest(k), _flatten(k)]
     for k in range(2, MAX_SPLIT + 1):
         rules.append(_split(k))
     rules.append(_pushed("l-batch_norm", "layout-push", "batch_norm", {"axis": 1, "epsilon": "?e"}, ["y"],

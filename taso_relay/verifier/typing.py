@@ -137,7 +137,7 @@ def _shape_axiom(name: str):
     args = [z3.Const(f"{name}_t{k}", V.T) for k in range(n_t)]
     term = V.app(name, ints, args)
     body = z3.Implies(wt(term), z3.And(*facts(name, ints, args, term)))
-    return z3.ForAll(ints + args, body, patterns=[term])
+    return z3.ForAll(ints + args, body, patterns=[term], qid=f"typing:{name}")
 
 
 def shape_algebra() -> list:

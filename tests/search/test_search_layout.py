@@ -102,6 +102,36 @@ def test_matches_that_do_not_touch_are_applied_together_and_a_deadline_is_report
     assert convert_layout(g, deadline=time.perf_counter() - 1)[2] is False  # out of time: not the fixpoint
 
 
+def dense_block(layers: int, growth: int = 2):
+    """DenseNet's block: each layer reads the concat of the stem and every earlier layer's output."""
+    rng = np.random.default_rng(6)
+    b = GraphBuilder()
+    stem = b.weight("stem", (4, 3, 1, 1), value=rng.standard_normal((4, 3, 1, 1)).astype("float32"))
+    feats, ch = [b.op("conv2d", b.input("x", (1, 3, 6, 5)), stem)], 4
+    for i in range(layers):
+        h = b.op("relu", b.op("concat", *feats, axis=1) if len(feats) > 1 else feats[0])
+        w = b.weight(f"w{i}", (growth, ch, 3, 3), value=(rng.standard_normal((growth, ch, 3, 3)) / 6).astype("float32"))
+        feats.append(b.op("conv2d", h, w, padding=(1, 1, 1, 1)))
+        ch += growth
+    return b.build([b.op("mean", b.op("concat", *feats, axis=1), axes=(2, 3))])
+
+
+def test_concats_wider_than_the_direct_rules_are_taken_apart_and_put_back_in_nhwc():
+    from taso_relay.generator.layout_rules import MAX_CONCAT
+
+    g = dense_block(MAX_CONCAT + 8)  # concats of 2 to 22 inputs
+    converted, trail, complete = convert_layout(g)
+    assert complete and layouts(converted) == Counter({"NHWC": MAX_CONCAT + 9})
+    assert len(activation_transposes(converted)) == 1  # the input's; the head's mean reads NHWC
+    used = Counter(m.rule.id for m, _ in trail)
+    assert used[f"l-concat-nest{MAX_CONCAT + 1}"] > 0 and used[f"l-concat-flatten{MAX_CONCAT + 9}"] == 1
+    widths = lambda graph: sorted(len(n.inputs) for n in graph.nodes if n.op == "concat")  # noqa: E731
+    assert widths(converted) == widths(g)  # every wide concat one concat again, not a chain of binary ones
+    assert all(n.attr("axis") == 3 for n in converted.nodes if n.op == "concat")
+    feeds = random_feeds(g, np.random.default_rng(7))
+    np.testing.assert_allclose(evaluate(converted, feeds)[0], evaluate(g, feeds)[0], rtol=1e-5, atol=1e-5)
+
+
 def test_the_layout_rules_are_proved_and_not_in_the_search_set():
     ids = {m.rule.id for m in layout_matchers("nhwc")}
     assert "l-conv-nhwc" in ids and "l-cancel" in ids

@@ -74,7 +74,8 @@ def _layout_rule(rule_id, mutate=None):
 @pytest.mark.parametrize("rule_id", ["l-max_pool2d", "l-avg_pool2d", "l-concat3", "l-add-weight", "l-cancel",
                                      "l-batch_norm", "l-relu6", "l-div-weight", "l-mean23-drop", "l-mean23-keep",
                                      "l-clip01", "l-div-scalar-left", "l-pad", "l-slice23", "l-slice1",
-                                     "l-split2", "l-split5", "l-mul-weight3", "l-sub-weight3"])
+                                     "l-split2", "l-split5", "l-mul-weight3", "l-sub-weight3",
+                                     "l-concat-nest14", "l-concat-nest64", "l-concat-flatten64"])
 def test_layout_rules_are_proved(rule_id):
     assert prove_rule(_layout_rule(rule_id), timeout=20).status == PROVED
 
@@ -104,6 +105,8 @@ def _target(data, node_id):
     ("l-split3", lambda d: d["outputs"].__setitem__(0, ["o:0", "r1"])),  # the parts mapped out of order
     ("l-mul-weight3", lambda d: _target(d, "w0").update(attrs={"perm": [2, 0, 1]})),  # (C, 1, 1) to (1, C, 1)
     ("l-sub-weight3", lambda d: _target(d, "n").update(inputs=["w0", "y"])),  # w - y for y - w
+    ("l-concat-nest20", lambda d: _target(d, "n").update(inputs=["u19", "a"])),  # the last input put first
+    ("l-concat-flatten20", lambda d: _target(d, "n")["inputs"].insert(0, _target(d, "n")["inputs"].pop())),  # x19 first
 ])
 def test_a_wrong_layout_rule_is_not_proved(rule_id, mutate):
     """Neither with the concrete search nor by Z3 alone: the pool's NHWC encoding is not vacuous."""
@@ -122,3 +125,23 @@ def test_the_shipped_layout_file_is_what_the_generator_writes():
     assert [strip(r) for r in shipped] == [strip(r) for r in fresh]
     assert all(r.status == "PROVED" for r in shipped)
 
+
+
+def test_rewriting_a_handwritten_file_keeps_the_verdicts_of_the_rules_it_held(tmp_path):
+    """Only new or changed rules come out unverified, so `rules verify` proves only those again."""
+    import json
+    import shutil
+
+    from taso_relay.generator.layout_rules import main
+    from taso_relay.subst.rule_io import load_rules, shipped_rules_dir
+
+    out = tmp_path / "nhwc.json"
+    shutil.copy(shipped_rules_dir() / "layout" / "nhwc.json", out)
+    data = json.loads(out.read_text())
+    changed = next(r for r in data["rules"] if r["id"] == "l-relu")
+    changed["source"][0]["attrs"]["perm"] = [0, 2, 3, 1]  # as if the generator had been changed since
+    out.write_text(json.dumps(data))
+    assert main(["--out", str(out)]) == 0
+    status = {r.id: r.status for r in load_rules(out, status=None)}
+    assert status.pop("l-relu") == "UNVERIFIED"  # its text now differs from the stored one
+    assert set(status.values()) == {"PROVED"} and len(status) > 100

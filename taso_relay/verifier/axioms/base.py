@@ -138,7 +138,7 @@ def _direction(name, bound, pat, other, guard):
             or pat.decl().kind() != z3.Z3_OP_UNINTERPRETED or pat.num_args() == 0:
         raise ValueError(f"axiom {name}: side {pat} cannot serve as an E-matching pattern")
     body = z3.Implies(z3.And(V.wt(pat), *guard), pat == other)
-    return z3.ForAll(bound, body, patterns=[pat])
+    return z3.ForAll(bound, body, patterns=[pat], qid=name)  # qid: named in Z3's smt.qi.profile
 
 
 def to_z3(ax: Axiom) -> Z3Axiom:
