@@ -74,29 +74,30 @@ def _pushed(id_, family, op, attrs, operands, example, extra_inputs=(), weight_p
 
 
 def _nest(k: int) -> dict:
-    """A concat of k > MAX_CONCAT transposed inputs => the concat of the first k-1, then the last one.
+    """A concat of k > MAX_CONCAT transposed inputs => the concat of (the concat of its first MAX_CONCAT) and the rest.
 
-    The inner concat nests again until l-concat13 takes it, and l-concat2 each outer one. The
-    verifier encodes an n-ary concat as this very left fold of binary ones, so both sides are one
-    term and the proof is immediate at any k (where a 20-input l-concat is not)."""
+    l-concat13 takes the inner one; the outer one nests again while it is still too wide. The verifier
+    encodes an n-ary concat as the left fold of binary ones, which both sides are, so the proof is
+    immediate at any k (where a 20-input l-concat takes 90 s)."""
     names = [f"x{i}" for i in range(k)]
     source = [_t(f"t{i}", x) for i, x in enumerate(names)]
     source.append(_node("o", "concat", [f"t{i}" for i in range(k)], axis=1))
     target = [_t(f"u{i}", x) for i, x in enumerate(names)]
-    target += [_node("a", "concat", [f"u{i}" for i in range(k - 1)], axis=1),
-               _node("n", "concat", ["a", f"u{k - 1}"], axis=1)]
+    target += [_node("a", "concat", [f"u{i}" for i in range(MAX_CONCAT)], axis=1),
+               _node("n", "concat", ["a"] + [f"u{i}" for i in range(MAX_CONCAT, k)], axis=1)]
     outputs = [("o", "n")] + [(f"t{i}", f"u{i}") for i in range(k)]
     return _rule(f"l-concat-nest{k}", "layout-regroup", [(x, "any") for x in names], source, target, outputs,
                  {"inputs": {x: [1, 5, 6, 1 + i % 3] for i, x in enumerate(names)}, "vars": {}})
 
 
-def _flatten(k: int) -> dict:
-    """concat(concat(k-1 inputs), one more) on NHWC's channel axis => one concat of k: _nest's pieces,
-    once their transposes have moved below them, back together (one copy of each input, not k)."""
-    names = [f"x{i}" for i in range(k)]
-    source = [_node("a", "concat", names[:-1], axis=3), _node("o", "concat", ["a", names[-1]], axis=3)]
+def _flatten(inner: int, more: int) -> dict:
+    """concat(concat(`inner` inputs), `more` inputs) on NHWC's channel axis => one concat of all: _nest's
+    pieces back together once their transposes have moved below them (one copy of each input, not two).
+    The inner concats _nest leaves are MAX_CONCAT wide, then 12 wider for each time it nested again."""
+    names = [f"x{i}" for i in range(inner + more)]
+    source = [_node("a", "concat", names[:inner], axis=3), _node("o", "concat", ["a"] + names[inner:], axis=3)]
     target = [_node("n", "concat", names, axis=3)]
-    return _rule(f"l-concat-flatten{k}", "layout-regroup", [(x, "any") for x in names], source, target,
+    return _rule(f"l-concat-flatten{inner}-{more}", "layout-regroup", [(x, "any") for x in names], source, target,
                  [("o", "n")], {"inputs": {x: [1, 5, 6, 1 + i % 3] for i, x in enumerate(names)}, "vars": {}})
 
 
@@ -130,13 +131,14 @@ def nhwc_rules() -> list[dict]:
         rules.append(_pushed(f"l-{op}-weight3", "layout-push", op, {}, ["y"],
                              {"inputs": {"y": [1, 5, 6, 3], "w": [3, 1, 1]}, "vars": {}},
                              extra_inputs=["w"], weight_perm=CHW_TO_HWC))
-    for k in range(2, MAX_CONCAT + 1):
+    for k in range(1, MAX_CONCAT + 1):  # torchvision's DenseNet concats one input for a block's first layer
         names = [f"x{i}" for i in range(k)]
         rules.append(_pushed(f"l-concat{k}", "layout-push", "concat", {"axis": 1}, names,
                              {"inputs": {x: [1, 5, 6, 2 + i] for i, x in enumerate(names)}, "vars": {}},
                              out_attrs={"axis": 3}))
-    for k in range(MAX_CONCAT + 1, WIDE_CONCAT + 1):
-        rules += [_nest(k), _flatten(k)]
+    rules += [_nest(k) for k in range(MAX_CONCAT + 1, WIDE_CONCAT + 1)]
+    rules += [_flatten(inner, more) for inner in range(MAX_CONCAT, WIDE_CONCAT, MAX_CONCAT - 1)
+              for more in range(1, min(MAX_CONCAT, WIDE_CONCAT - inner + 1))]
     for k in range(2, MAX_SPLIT + 1):
         rules.append(_split(k))
     rules.append(_pushed("l-batch_norm", "layout-push", "batch_norm", {"axis": 1, "epsilon": "?e"}, ["y"],

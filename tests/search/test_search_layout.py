@@ -119,12 +119,14 @@ def dense_block(layers: int, growth: int = 2):
 def test_concats_wider_than_the_direct_rules_are_taken_apart_and_put_back_in_nhwc():
     from taso_relay.generator.layout_rules import MAX_CONCAT
 
-    g = dense_block(MAX_CONCAT + 8)  # concats of 2 to 22 inputs
+    g = dense_block(2 * MAX_CONCAT + 1)  # concats of 2 to 28 inputs: those of 26 and more nest twice
     converted, trail, complete = convert_layout(g)
-    assert complete and layouts(converted) == Counter({"NHWC": MAX_CONCAT + 9})
+    assert complete and layouts(converted) == Counter({"NHWC": 2 * MAX_CONCAT + 2})
     assert len(activation_transposes(converted)) == 1  # the input's; the head's mean reads NHWC
     used = Counter(m.rule.id for m, _ in trail)
-    assert used[f"l-concat-nest{MAX_CONCAT + 1}"] > 0 and used[f"l-concat-flatten{MAX_CONCAT + 9}"] == 1
+    # a concat of 28: its first 13 inputs nested, then the first 13 of the 16 left (the nested one and 12)
+    assert used["l-concat-nest28"] == 1 and used["l-concat-nest16"] == 2 and used["l-concat-flatten25-3"] == 1
+    assert used["l-concat-flatten13-12"] == 4  # in the concats of 25 to 28 inputs
     widths = lambda graph: sorted(len(n.inputs) for n in graph.nodes if n.op == "concat")  # noqa: E731
     assert widths(converted) == widths(g)  # every wide concat one concat again, not a chain of binary ones
     assert all(n.attr("axis") == 3 for n in converted.nodes if n.op == "concat")
