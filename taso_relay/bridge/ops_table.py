@@ -248,6 +248,24 @@ def _pad(call) -> Reading:
     return "pad", {"pad_width": _ints(a.pad_width), "value": float(a.pad_value)}, [call.args[0]]
 
 
+def _resize2d(call) -> Reading:
+    """ONNX Resize as TVM imports it, where graph/ops/resize.py has its reference; other resizes stay opaque."""
+    from ..graph.ops.resize import COORDINATES, METHODS, ROUNDINGS
+
+    _float_only(call)
+    a = call.attrs
+    size = int_tuple(call.args[1])  # Unsupported where the size is known only at run time
+    _default_out_dtype(call)
+    if any(float(as_number(v)) != 0.0 for v in a.roi):
+        raise Unsupported("resize2d with a region of interest")
+    method, coordinates, rounding = str(a.method), str(a.coordinate_transformation_mode), str(a.rounding_method)
+    if method not in METHODS or coordinates not in COORDINATES or rounding not in ROUNDINGS \
+            or str(a.layout) not in ("NCHW", "NHWC"):
+        raise Unsupported(f"resize2d {method}/{coordinates}/{rounding} in {a.layout}")
+    return "resize2d", {"size": size, "layout": str(a.layout), "method": method,
+                        "coordinates": coordinates, "rounding": rounding}, [call.args[0]]
+
+
 def _plain(op: str, floats_only: bool = False) -> Importer:
     def read(call) -> Reading:
         if floats_only:
@@ -290,6 +308,7 @@ IMPORTERS: dict[str, Importer] = {
     "relax.isnan": _plain("isnan", floats_only=True),
     "relax.where": _plain("where"),
     "relax.nn.pad": _pad,
+    "relax.image.resize2d": _resize2d,
     **{f"relax.{op}": _reduce(op) for op in ("sum", "mean", "max", "min")},
     **{name: _plain(op, op not in EXACT_ON_INTEGERS) for op, name in UNARY_RELAX.items()},
     **{name: _plain(op, op in ("div", "pow")) for op, name in BINARY_RELAX.items()},
@@ -372,6 +391,9 @@ EXPORTERS: dict[str, Exporter] = {
     "matmul": lambda a, xs, ts, emit: _activation(op.matmul(xs[0], xs[1]), a["activation"], emit),
     "max_pool2d": _pool_out("max_pool2d"),
     "avg_pool2d": _pool_out("avg_pool2d"),
+    "resize2d": lambda a, xs, ts, emit: op.image.resize2d(
+        xs[0], tuple(a["size"]), roi=(0.0, 0.0, 0.0, 0.0), layout=a["layout"], method=a["method"],
+        coordinate_transformation_mode=a["coordinates"], rounding_method=a["rounding"]),
     "batch_norm": lambda a, xs, ts, emit: op.nn.batch_norm(*xs, axis=a["axis"], epsilon=a["epsilon"], training=False),
     "layer_norm": lambda a, xs, ts, emit: op.nn.layer_norm(*xs, axes=list(a["axes"]), epsilon=a["epsilon"]),
     "softmax": lambda a, xs, ts, emit: op.nn.softmax(xs[0], axis=a["axis"]),

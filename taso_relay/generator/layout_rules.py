@@ -5,8 +5,8 @@ better on x86 (a 3x3 conv measured 1.07x faster, issue #6). One conv alone to
 NHWC costs two transposes; the gain comes when every conv is converted and the
 transposes between them cancel. These rules are the steps of that: a conv
 becomes the NHWC conv between transposes, the NHWC-to-NCHW transpose moves down
-through element-wise operators, batch norms, concats, channel splits, pools, pads, slices and a head's spatial
-mean, and meets
+through element-wise operators, batch norms, concats, channel splits, pools, resizes, pads, slices and a head's
+spatial mean, and meets
 the next conv's NCHW-to-NHWC transpose, where the pair cancels.
 
 A transpose that other operators still read stays for them: every rule that
@@ -153,6 +153,11 @@ def nhwc_rules() -> list[dict]:
     rules.append(_pushed("l-avg_pool2d", "layout-push", "avg_pool2d", avg, ["y"],
                          {"inputs": {"y": [1, 7, 6, 3]}, "vars": {**pool_vars, "i": False}},
                          out_attrs={**avg, "layout": "NHWC"}))
+    resize = {"size": "?sz", "method": "?m", "coordinates": "?c", "rounding": "?r"}
+    rules.append(_pushed("l-resize2d", "layout-push", "resize2d", resize, ["y"],  # U-Nets', YOLO necks' upsampling
+                         {"inputs": {"y": [1, 5, 6, 3]},
+                          "vars": {"sz": [10, 12], "m": "linear", "c": "half_pixel", "r": "round_prefer_floor"}},
+                         out_attrs={**resize, "layout": "NHWC"}))
     rules.append(_pushed("l-pad", "layout-push", "pad", {"pad_width": "?pw", "value": "?v"}, ["y"],
                          {"inputs": {"y": [1, 5, 6, 3]}, "vars": {"pw": [0, 0, 0, 0, 0, 1, 0, 1], "v": 0.0}},
                          out_attrs={"pad_width": f"=({_nhwc_pairs('?pw')})", "value": "?v"}))

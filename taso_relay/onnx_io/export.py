@@ -84,6 +84,23 @@ def _pool(kind):
     return emit
 
 
+def _resize2d(w, a, xs, ins, outs):
+    x, mode = xs[0], {"nearest_neighbor": "nearest", "linear": "linear"}[a["method"]]
+    rounding = a["rounding"] or ("round" if a["coordinates"] == "align_corners" else "floor")  # topi's default
+    attrs = {"mode": mode, "coordinate_transformation_mode": a["coordinates"]}
+    if mode == "nearest":
+        if rounding == "round":
+            raise ExportError("resize2d rounding half away from zero has no ONNX nearest_mode")
+        attrs["nearest_mode"] = rounding
+    if a["layout"] == "NHWC":
+        x = w.one("Transpose", [x], perm=[0, 3, 1, 2])
+    n, c = (ins[0].shape[i] for i in ((0, 1) if a["layout"] == "NCHW" else (0, 3)))
+    y = w.one("Resize", [x, "", "", w.ints([n, c, *a["size"]])], **attrs)
+    if a["layout"] == "NHWC":
+        y = w.one("Transpose", [y], perm=[0, 2, 3, 1])
+    return [y]
+
+
 def _batch_norm(w, a, xs, ins, outs):
     if a["axis"] != 1:
         raise ExportError(f"batch_norm over axis {a['axis']} (ONNX normalises axis 1)")
@@ -156,6 +173,7 @@ EMITTERS = {
     "matmul": lambda w, a, xs, ins, outs: [_activation(w, w.one("MatMul", xs), a["activation"], outs[0].dtype)],
     "max_pool2d": _pool("max_pool2d"),
     "avg_pool2d": _pool("avg_pool2d"),
+    "resize2d": _resize2d,
     "batch_norm": _batch_norm,
     "layer_norm": _layer_norm,
     "softmax": lambda w, a, xs, ins, outs: [w.one("Softmax", xs, axis=int(a["axis"]))],

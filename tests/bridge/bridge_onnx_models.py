@@ -188,8 +188,28 @@ def embedding_block(vocab=12, dim=8, seq=4):
     return m.build([("ids", TensorProto.INT64, [1, seq])], [(y, F32, [1, seq, dim])])
 
 
+def upsampling():
+    """A U-Net's decoder step as torch exports it: nearest upsampling by scales (nn.Upsample), a skip
+    concat, a bilinear one by sizes (F.interpolate, align_corners both ways), and a nearest one that
+    rounds to the nearer pixel, onto an odd size."""
+    m = Model(7)
+    low = m.op("Relu", [m.conv("x", 3, 4, 3, pads=[1, 1, 1, 1], strides=[2, 2])])  # 1x4x5x4
+    up = m.op("Resize", [low, "", m.const([1.0, 1.0, 2.0, 2.0], np.float32)], mode="nearest",
+              coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    h = m.op("Relu", [m.conv(m.op("Concat", [up, m.conv("x", 3, 2, 1)], axis=1), 6, 4, 3, pads=[1, 1, 1, 1])])
+    a = m.op("Resize", [h, "", "", m.const([1, 4, 13, 11])], mode="linear",
+             coordinate_transformation_mode="pytorch_half_pixel")
+    b = m.op("Resize", [h, "", "", m.const([1, 4, 13, 11])], mode="linear",
+             coordinate_transformation_mode="align_corners")
+    c = m.op("Resize", [h, "", "", m.const([1, 4, 13, 11])], mode="nearest",
+             coordinate_transformation_mode="half_pixel", nearest_mode="round_prefer_ceil")
+    y = m.conv(m.op("Add", [m.op("Add", [a, b]), c]), 4, 2, 1)
+    return m.build([("x", F32, [1, 3, 10, 8])], [(y, F32, [1, 2, 13, 11])])
+
+
 MODELS = {
     "hard_activations": hard_activations,
+    "upsampling": upsampling,
     "resnet_block": resnet_block,
     "inception_block": inception_block,
     "transformer_layer": transformer_layer,

@@ -16,6 +16,7 @@ EXPECTED_OPS = {
     "transformer_layer": {"matmul": 8, "softmax": 1, "layer_norm": 2, "erf": 1, "transpose": 5},
     "with_unmodelled_ops": {"conv2d": 1, "split": 1, "matmul": 1, "opaque": 2},
     "hard_activations": {"conv2d": 2, "clip": 2, "mul": 4, "div": 1, "sub": 1, "leaky_relu": 1},
+    "upsampling": {"conv2d": 4, "resize2d": 4, "concat": 1, "add": 2},
 }
 
 
@@ -177,3 +178,21 @@ def test_onnx_pad_is_read_as_pad_with_its_sides_and_value(run_module, rng):
     changed["main"] = function_from_graph(graph, "main", imported.signature)
     for w, g in zip(want, run_module(changed, x)):
         np.testing.assert_array_equal(g, w)
+
+
+def test_resizes_import_as_the_graph_operator_and_interpret_as_topi_computes_them(run_module, rng):
+    """graph/ops/resize.py's reference, for the modes torch exports, against TVM's own kernels."""
+    from bridge_onnx_models import upsampling
+
+    from taso_relay.graph import evaluate
+
+    mod = import_onnx(upsampling())
+    graph = graph_from_function(mod["main"]).graph
+    modes = sorted((n.attr("method"), n.attr("coordinates"), n.attr("rounding")) for n in graph.nodes
+                   if n.op == "resize2d")
+    assert modes == [("linear", "align_corners", "round_prefer_floor"),
+                     ("linear", "pytorch_half_pixel", "round_prefer_floor"),
+                     ("nearest_neighbor", "asymmetric", "floor"), ("nearest_neighbor", "half_pixel", "round_prefer_ceil")]
+    inputs = random_inputs(mod["main"].params, rng)
+    got = evaluate(graph, {graph.input_names[0]: inputs[0]})[0]
+    np.testing.assert_allclose(got, run_module(mod, inputs)[0], rtol=1e-5, atol=1e-6)

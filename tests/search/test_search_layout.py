@@ -134,6 +134,28 @@ def test_concats_wider_than_the_direct_rules_are_taken_apart_and_put_back_in_nhw
     np.testing.assert_allclose(evaluate(converted, feeds)[0], evaluate(g, feeds)[0], rtol=1e-5, atol=1e-5)
 
 
+def test_a_transpose_moves_through_resizes():
+    """A U-Net's decoder: upsampled (nearest and bilinear), concatenated with the skip path, convolved."""
+    rng = np.random.default_rng(8)
+    b = GraphBuilder()
+
+    def w(name, shape):
+        return b.weight(name, shape, value=(rng.standard_normal(shape) / 3).astype("float32"))
+
+    skip = b.op("relu", b.op("conv2d", b.input("x", (1, 3, 8, 6)), w("w1", (4, 3, 3, 3)), padding=(1, 1, 1, 1)))
+    low = b.op("conv2d", skip, w("w2", (4, 4, 3, 3)), strides=(2, 2), padding=(1, 1, 1, 1))
+    up = b.op("resize2d", low, size=(8, 6), method="nearest_neighbor", coordinates="asymmetric", rounding="floor")
+    h = b.op("conv2d", b.op("concat", up, skip, axis=1), w("w3", (2, 8, 3, 3)), padding=(1, 1, 1, 1))
+    out = b.op("resize2d", h, size=(13, 9), method="linear", coordinates="half_pixel")
+    g = b.build([out])
+    converted, trail, complete = convert_layout(g)
+    assert complete and all(n.attr("layout") == "NHWC" for n in converted.nodes if n.op == "resize2d")
+    assert Counter(m.rule.id for m, _ in trail)["l-resize2d"] == 2
+    assert len(activation_transposes(converted)) == 2  # the input's, and the output's back to NCHW
+    feeds = random_feeds(g, np.random.default_rng(9))
+    np.testing.assert_allclose(evaluate(converted, feeds)[0], evaluate(g, feeds)[0], rtol=1e-5, atol=1e-5)
+
+
 def test_the_layout_rules_are_proved_and_not_in_the_search_set():
     ids = {m.rule.id for m in layout_matchers("nhwc")}
     assert "l-conv-nhwc" in ids and "l-cancel" in ids

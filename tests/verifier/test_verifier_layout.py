@@ -75,7 +75,8 @@ def _layout_rule(rule_id, mutate=None):
                                      "l-batch_norm", "l-relu6", "l-div-weight", "l-mean23-drop", "l-mean23-keep",
                                      "l-clip01", "l-div-scalar-left", "l-pad", "l-slice23", "l-slice1",
                                      "l-split2", "l-split5", "l-mul-weight3", "l-sub-weight3",
-                                     "l-concat-nest14", "l-concat-nest64", "l-concat-flatten61-3", "l-concat1"])
+                                     "l-concat-nest14", "l-concat-nest64", "l-concat-flatten61-3", "l-concat1",
+                                     "l-resize2d"])
 def test_layout_rules_are_proved(rule_id):
     assert prove_rule(_layout_rule(rule_id), timeout=20).status == PROVED
 
@@ -105,8 +106,10 @@ def _target(data, node_id):
     ("l-split3", lambda d: d["outputs"].__setitem__(0, ["o:0", "r1"])),  # the parts mapped out of order
     ("l-mul-weight3", lambda d: _target(d, "w0").update(attrs={"perm": [2, 0, 1]})),  # (C, 1, 1) to (1, C, 1)
     ("l-sub-weight3", lambda d: _target(d, "n").update(inputs=["w0", "y"])),  # w - y for y - w
+    ("l-resize2d", lambda d: _target(d, "n")["attrs"].update(method="nearest_neighbor")),  # another resize
     ("l-concat-nest20", lambda d: _target(d, "n").update(inputs=["u19", "a"])),  # the last input put first
-    ("l-concat-flatten13-7", lambda d: _target(d, "n")["inputs"].insert(0, _target(d, "n")["inputs"].pop())),  # x19 first
+    ("l-concat-flatten13-7",  # the last input put first
+     lambda d: _target(d, "n")["inputs"].insert(0, _target(d, "n")["inputs"].pop())),
 ])
 def test_a_wrong_layout_rule_is_not_proved(rule_id, mutate):
     """Neither with the concrete search nor by Z3 alone: the pool's NHWC encoding is not vacuous."""
