@@ -385,6 +385,19 @@ _BINARY_MAKERS = {
     "maximum": op.maximum, "minimum": op.minimum,
 }
 
+def _channel_shuffle_out(a: dict, x, ty, emit):
+    """The reshape, transpose, reshape it is defined as (graph/ops/shuffle.py), in its layout."""
+    g = a["groups"]
+    if a["layout"] == "NCHW":
+        n, c, h, w = ty.shape
+        split, perm = (n, g, c // g, h, w), (0, 2, 1, 3, 4)
+    else:
+        n, h, w, c = ty.shape
+        split, perm = (n, h, w, g, c // g), (0, 1, 2, 4, 3)
+    parts = emit(op.permute_dims(emit(op.reshape(x, split)), list(perm)))
+    return op.reshape(parts, tuple(ty.shape))
+
+
 Exporter = Callable[[dict, list, list, Emit], Any]  # attrs, arg exprs, arg TensorTypes, emit
 EXPORTERS: dict[str, Exporter] = {
     "conv2d": _conv2d_out,
@@ -400,6 +413,7 @@ EXPORTERS: dict[str, Exporter] = {
     "concat": lambda a, xs, ts, emit: op.concat(list(xs), axis=a["axis"]),
     "split": _split_out,
     "transpose": lambda a, xs, ts, emit: op.permute_dims(xs[0], list(a["perm"])),
+    "channel_shuffle": lambda a, xs, ts, emit: _channel_shuffle_out(a, xs[0], ts[0], emit),
     "reshape": lambda a, xs, ts, emit: op.reshape(xs[0], a["shape"]),
     "broadcast_to": lambda a, xs, ts, emit: op.broadcast_to(xs[0], a["shape"]),
     "strided_slice": lambda a, xs, ts, emit: op.strided_slice(xs[0], list(a["axes"]), list(a["begin"]),

@@ -5,9 +5,9 @@ better on x86 (a 3x3 conv measured 1.07x faster, issue #6). One conv alone to
 NHWC costs two transposes; the gain comes when every conv is converted and the
 transposes between them cancel. These rules are the steps of that: a conv
 becomes the NHWC conv between transposes, the NHWC-to-NCHW transpose moves down
-through element-wise operators, batch norms, concats, channel splits, pools, resizes, pads, slices and a head's
-spatial mean, and meets
-the next conv's NCHW-to-NHWC transpose, where the pair cancels.
+through element-wise operators, batch norms, concats, channel splits and shuffles,
+pools, resizes, pads, slices and a head's spatial mean, and meets the next
+conv's NCHW-to-NHWC transpose, where the pair cancels.
 
 A transpose that other operators still read stays for them: every rule that
 consumes one also maps it (a second output), so a match is never refused
@@ -153,6 +153,9 @@ def nhwc_rules() -> list[dict]:
     rules.append(_pushed("l-avg_pool2d", "layout-push", "avg_pool2d", avg, ["y"],
                          {"inputs": {"y": [1, 7, 6, 3]}, "vars": {**pool_vars, "i": False}},
                          out_attrs={**avg, "layout": "NHWC"}))
+    rules.append(_pushed("l-channel_shuffle", "layout-push", "channel_shuffle", {"groups": "?g"}, ["y"],
+                         {"inputs": {"y": [1, 5, 6, 4]}, "vars": {"g": 2}},
+                         out_attrs={"groups": "?g", "layout": "NHWC"}))  # ShuffleNet's
     resize = {"size": "?sz", "method": "?m", "coordinates": "?c", "rounding": "?r"}
     rules.append(_pushed("l-resize2d", "layout-push", "resize2d", resize, ["y"],  # U-Nets', YOLO necks' upsampling
                          {"inputs": {"y": [1, 5, 6, 3]},

@@ -101,6 +101,18 @@ def _resize2d(w, a, xs, ins, outs):
     return [y]
 
 
+def _channel_shuffle(w, a, xs, ins, outs):
+    g, shape = a["groups"], list(ins[0].shape)
+    if a["layout"] == "NCHW":
+        n, c, h, wd = shape
+        split, perm = [n, g, c // g, h, wd], [0, 2, 1, 3, 4]
+    else:
+        n, h, wd, c = shape
+        split, perm = [n, h, wd, g, c // g], [0, 1, 2, 4, 3]
+    parts = w.one("Transpose", [w.one("Reshape", [xs[0], w.ints(split)])], perm=perm)
+    return [w.one("Reshape", [parts, w.ints(shape)])]
+
+
 def _batch_norm(w, a, xs, ins, outs):
     if a["axis"] != 1:
         raise ExportError(f"batch_norm over axis {a['axis']} (ONNX normalises axis 1)")
@@ -174,6 +186,7 @@ EMITTERS = {
     "max_pool2d": _pool("max_pool2d"),
     "avg_pool2d": _pool("avg_pool2d"),
     "resize2d": _resize2d,
+    "channel_shuffle": _channel_shuffle,
     "batch_norm": _batch_norm,
     "layer_norm": _layer_norm,
     "softmax": lambda w, a, xs, ins, outs: [w.one("Softmax", xs, axis=int(a["axis"]))],

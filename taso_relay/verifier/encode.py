@@ -367,6 +367,8 @@ def encode_op(op: str, attrs: Mapping[str, Any], args: list) -> Built:
         if op == "avg_pool2d":
             ints.append(a["count_include_pad"])
         b.outputs = [_in_nchw(b, a["layout"], lambda x: _apply(b, op, ints, [x]), args[0])]
+    elif op == "channel_shuffle" and a["layout"] in DATA_TO_NCHW:
+        b.outputs = [_in_nchw(b, a["layout"], lambda x: _apply(b, op, [a["groups"]], [x]), args[0])]
     elif op == "resize2d" and a["layout"] in DATA_TO_NCHW:
         ints = [*_tuple(a["size"], 2, "size"), *(as_int(a[k]) for k in ("method", "coordinates", "rounding"))]
         b.outputs = [_in_nchw(b, a["layout"], lambda x: _apply(b, op, ints, [x]), args[0])]

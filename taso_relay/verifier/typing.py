@@ -114,6 +114,9 @@ def facts(name: str, ints, args, out) -> list:
         return f + [rank(x) == 4, sh >= 1, sw >= 1, dh >= 1, dw >= 1, kh >= 1, kw >= 1,
                     pt >= 0, pl >= 0, pb >= 0, pr >= 0,
                     z3.Implies(ceil == 0, z3.And(*_dims_are(out, shape)))]
+    if name == "channel_shuffle":  # no theory of its values: only its shape
+        (x,) = args
+        return f + [rank(x) == 4, ints[0] >= 1, shp(out) == shp(x)]
     if name == "resize2d":  # no theory of its values: only its shape
         (x,) = args
         return f + [rank(x) == 4, ints[0] >= 1, ints[1] >= 1] + _dims_are(out, [dim(x, 0), dim(x, 1), ints[0], ints[1]])

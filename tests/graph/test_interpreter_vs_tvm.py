@@ -103,6 +103,8 @@ CASES = {
     "max_pool2d_ceil": one_op("max_pool2d", [(1, 2, 6, 6)], kernel=(3, 3), strides=(2, 2), ceil_mode=True),
     "max_pool2d_dilated": one_op("max_pool2d", [(1, 2, 7, 7)], kernel=(2, 2), dilation=(2, 2)),
     "max_pool2d_nhwc": one_op("max_pool2d", [(1, 7, 7, 2)], kernel=(3, 3), strides=(2, 2), layout="NHWC"),
+    "channel_shuffle": one_op("channel_shuffle", [(1, 6, 3, 2)], groups=2),
+    "channel_shuffle_nhwc": one_op("channel_shuffle", [(1, 3, 2, 12)], groups=3, layout="NHWC"),
     "resize2d_nearest_int_ratio": one_op("resize2d", [(1, 2, 5, 4)], size=(10, 12), method="nearest_neighbor",
                                          coordinates="asymmetric", rounding="floor"),
     "resize2d_nearest_down": one_op("resize2d", [(1, 2, 9, 7)], size=(4, 3), method="nearest_neighbor",
