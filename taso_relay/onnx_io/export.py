@@ -90,7 +90,7 @@ def _resize2d(w, a, xs, ins, outs):
     attrs = {"mode": mode, "coordinate_transformation_mode": a["coordinates"]}
     if mode == "nearest":
         if rounding == "round":
-            raise ExportError("resize2d rounding half away from zero has no ONNX nearest_mode")
+            raise ExportError("resize2d rounding half to even has no ONNX nearest_mode")
         attrs["nearest_mode"] = rounding
     if a["layout"] == "NHWC":
         x = w.one("Transpose", [x], perm=[0, 3, 1, 2])

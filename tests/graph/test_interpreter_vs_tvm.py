@@ -109,8 +109,8 @@ CASES = {
                                          coordinates="asymmetric", rounding="floor"),
     "resize2d_nearest_down": one_op("resize2d", [(1, 2, 9, 7)], size=(4, 3), method="nearest_neighbor",
                                     coordinates="half_pixel", rounding="round_prefer_floor"),
-    "resize2d_nearest_default_round": one_op("resize2d", [(1, 2, 5, 4)], size=(7, 9), method="nearest_neighbor",
-                                             coordinates="align_corners"),  # rounding "": half away from zero
+    "resize2d_nearest_default_round": one_op("resize2d", [(1, 2, 3, 4)], size=(5, 9), method="nearest_neighbor",
+                                             coordinates="align_corners"),  # rounding "": ties (0.5, 1.5) to even
     "resize2d_nearest_ceil_tf": one_op("resize2d", [(1, 2, 5, 4)], size=(8, 7), method="nearest_neighbor",
                                        coordinates="tf_half_pixel_for_nn", rounding="ceil"),
     "resize2d_linear": one_op("resize2d", [(1, 2, 5, 4)], size=(11, 7), coordinates="half_pixel"),

@@ -60,8 +60,7 @@ def _nearest(src: np.ndarray, rounding: str, mode: str, in_size: int, out_size: 
     if mode == "asymmetric" and rounding == "floor" and out_size % in_size == 0 and ratio <= 1e5 / (in_size + 1):
         index = np.arange(out_size) // ratio  # topi divides in integers here
     elif rounding == "round":
-        index = np.round(src)  # topi's round: half away from zero, like C's
-        index = np.where(np.abs(src - np.trunc(src)) == 0.5, np.trunc(src) + np.sign(src), index)
+        index = np.round(src)  # half to even, as TVM's round compiles (measured: 0.5 -> 0, 1.5 -> 2)
     elif rounding == "round_prefer_floor":
         index = np.ceil(src - np.float32(0.5))
     elif rounding == "round_prefer_ceil":
