@@ -255,13 +255,13 @@ def _resize2d(call) -> Reading:
     _float_only(call)
     a = call.attrs
     size = int_tuple(call.args[1])  # Unsupported where the size is known only at run time
-    _default_out_dtype(call)
-    if any(float(as_number(v)) != 0.0 for v in a.roi):
-        raise Unsupported("resize2d with a region of interest")
+    _default_out_dtype(call)  # (topi reads the region of interest only for tf_crop_and_resize, left opaque)
     method, coordinates, rounding = str(a.method), str(a.coordinate_transformation_mode), str(a.rounding_method)
     if method not in METHODS or coordinates not in COORDINATES or rounding not in ROUNDINGS \
             or str(a.layout) not in ("NCHW", "NHWC"):
         raise Unsupported(f"resize2d {method}/{coordinates}/{rounding} in {a.layout}")
+    if coordinates == "align_corners" and min(size) == 1:
+        raise Unsupported("resize2d with align_corners onto a size of 1 (TVM cannot build it)")
     return "resize2d", {"size": size, "layout": str(a.layout), "method": method,
                         "coordinates": coordinates, "rounding": rounding}, [call.args[0]]
 

@@ -114,6 +114,9 @@ CASES = {
     "resize2d_nearest_ceil_tf": one_op("resize2d", [(1, 2, 5, 4)], size=(8, 7), method="nearest_neighbor",
                                        coordinates="tf_half_pixel_for_nn", rounding="ceil"),
     "resize2d_linear": one_op("resize2d", [(1, 2, 5, 4)], size=(11, 7), coordinates="half_pixel"),
+    "resize2d_linear_float64": one_op("resize2d", [(1, 2, 5, 4)], "float64", size=(11, 7)),  # topi computes in f32
+    "resize2d_nearest_float64": one_op("resize2d", [(1, 2, 5, 4)], "float64", size=(10, 8), method="nearest_neighbor",
+                                       coordinates="asymmetric", rounding="floor"),
     "resize2d_linear_corners": one_op("resize2d", [(1, 2, 5, 4)], size=(9, 3), coordinates="align_corners"),
     "resize2d_linear_torch_nhwc": one_op("resize2d", [(1, 5, 4, 3)], size=(1, 6), layout="NHWC",
                                          coordinates="pytorch_half_pixel"),
@@ -173,3 +176,13 @@ def test_interpreter_agrees_with_tvm(case, run_module, rng):
     for w, g in zip(want, got):
         assert g.shape == w.shape and g.dtype == w.dtype
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("case", ["resize2d_nearest_float64", "resize2d_linear_float64"])
+def test_a_float64_resize_is_computed_in_float32_as_topi_does(case, run_module, rng):
+    """topi reads every pixel as float32: a float64 resize loses what float32 cannot hold, even a nearest one."""
+    graph = CASES[case]()
+    feeds = _feeds(graph, rng)
+    want = evaluate(graph, feeds)[0]
+    got = run_module(module_from_graph(graph), [feeds[n] for n in graph.input_names])[0]
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)

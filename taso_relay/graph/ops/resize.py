@@ -32,6 +32,8 @@ def _infer(types, attrs):
     size = tuple(attrs["size"])
     if len(size) != 2 or min(size) < 1:
         raise fail("resize2d", f"size {size} is not two positive sizes", types)
+    if attrs["coordinates"] == "align_corners" and min(size) == 1:
+        raise fail("resize2d", "align_corners onto a size of 1 (TVM divides by zero)", types)
     n, c, _, _ = (x.shape[i] for i in DATA_TO_NCHW[attrs["layout"]])
     nchw = (n, c) + size
     return [TensorType(tuple(nchw[k] for k in _inverse(DATA_TO_NCHW[attrs["layout"]])), x.dtype)]
@@ -73,7 +75,8 @@ def _nearest(src: np.ndarray, rounding: str, mode: str, in_size: int, out_size: 
 
 
 def _eval(xs, attrs):
-    x = np.transpose(xs[0], DATA_TO_NCHW[attrs["layout"]])
+    """In float32 whatever the input's type, then back to it, as topi reads and computes every pixel."""
+    x = np.transpose(xs[0], DATA_TO_NCHW[attrs["layout"]]).astype(np.float32)
     (_, _, h, w), (ho, wo) = x.shape, tuple(attrs["size"])
     mode = attrs["coordinates"]
     sy, sx = _source(ho, h, mode), _source(wo, w, mode)
