@@ -387,13 +387,9 @@ _BINARY_MAKERS = {
 
 def _channel_shuffle_out(a: dict, x, ty, emit):
     """The reshape, transpose, reshape it is defined as (graph/ops/shuffle.py), in its layout."""
-    g = a["groups"]
-    if a["layout"] == "NCHW":
-        n, c, h, w = ty.shape
-        split, perm = (n, g, c // g, h, w), (0, 2, 1, 3, 4)
-    else:
-        n, h, w, c = ty.shape
-        split, perm = (n, h, w, g, c // g), (0, 1, 2, 4, 3)
+    from ..graph.ops.shuffle import spelling
+
+    split, perm = spelling(ty.shape, a["groups"], a["layout"])
     parts = emit(op.permute_dims(emit(op.reshape(x, split)), list(perm)))
     return op.reshape(parts, tuple(ty.shape))
 

@@ -6,8 +6,7 @@ computes it so). The layout step spells them first so that a transpose can move 
 from __future__ import annotations
 
 from .graph import Graph, make_node
-
-SHUFFLE_PERM = (0, 2, 1, 3, 4)
+from .ops.shuffle import NCHW_PERM
 
 
 def spell_channel_shuffles(graph: Graph) -> tuple[Graph, int]:
@@ -33,7 +32,7 @@ def _groups(graph: Graph, node, readers) -> int | None:
     if node.op != "reshape" or len(node.types[0].shape) != 4:
         return None
     t = graph.nodes[node.inputs[0].node]
-    if t.op != "transpose" or tuple(t.attr("perm")) != SHUFFLE_PERM or readers.get(node.inputs[0].node) != 1:
+    if t.op != "transpose" or tuple(t.attr("perm")) != NCHW_PERM or readers.get(node.inputs[0].node) != 1:
         return None
     r = graph.nodes[t.inputs[0].node]
     if r.op != "reshape" or readers.get(t.inputs[0].node) != 1:

@@ -16,8 +16,9 @@ import numpy as np
 
 from ..graph import INT_HIGH, Graph
 from ..graph.ops.linear import KERNEL_TO_OIHW
+from ..graph.ops.shuffle import spelling
 from ..graph.ops.sources import constant_value
-from .opaque import OPAQUE_EMITTERS
+from .opaque import OPAQUE_EMITTERS, resize_attrs
 from .writer import ExportError, Writer, elem_type, onnx_package as _onnx
 
 OPSET = 17
@@ -85,13 +86,7 @@ def _pool(kind):
 
 
 def _resize2d(w, a, xs, ins, outs):
-    x, mode = xs[0], {"nearest_neighbor": "nearest", "linear": "linear"}[a["method"]]
-    rounding = a["rounding"] or ("round" if a["coordinates"] == "align_corners" else "floor")  # topi's default
-    attrs = {"mode": mode, "coordinate_transformation_mode": a["coordinates"]}
-    if mode == "nearest":
-        if rounding == "round":
-            raise ExportError("resize2d rounding half to even has no ONNX nearest_mode")
-        attrs["nearest_mode"] = rounding
+    x, attrs = xs[0], resize_attrs(a["method"], a["coordinates"], a["rounding"])
     if a["layout"] == "NHWC":
         x = w.one("Transpose", [x], perm=[0, 3, 1, 2])
     n, c = (ins[0].shape[i] for i in ((0, 1) if a["layout"] == "NCHW" else (0, 3)))
@@ -102,15 +97,9 @@ def _resize2d(w, a, xs, ins, outs):
 
 
 def _channel_shuffle(w, a, xs, ins, outs):
-    g, shape = a["groups"], list(ins[0].shape)
-    if a["layout"] == "NCHW":
-        n, c, h, wd = shape
-        split, perm = [n, g, c // g, h, wd], [0, 2, 1, 3, 4]
-    else:
-        n, h, wd, c = shape
-        split, perm = [n, h, wd, g, c // g], [0, 1, 2, 4, 3]
-    parts = w.one("Transpose", [w.one("Reshape", [xs[0], w.ints(split)])], perm=perm)
-    return [w.one("Reshape", [parts, w.ints(shape)])]
+    split, perm = spelling(ins[0].shape, a["groups"], a["layout"])
+    parts = w.one("Transpose", [w.one("Reshape", [xs[0], w.ints(list(split))])], perm=list(perm))
+    return [w.one("Reshape", [parts, w.ints(list(ins[0].shape))])]
 
 
 def _batch_norm(w, a, xs, ins, outs):

@@ -121,22 +121,33 @@ _RESIZE_MODES = {"nearest_neighbor": "nearest", "linear": "linear", "cubic": "cu
 _NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 
 
+def resize_attrs(method: str, coordinates: str, rounding: str) -> dict:
+    """ONNX Resize's mode, coordinate mode and nearest mode for topi's (rounding "" is topi's default)."""
+    from ..graph.ops.resize import nearest_rounding
+
+    if method not in _RESIZE_MODES:
+        raise ExportError(f"resize2d with method {method} has no ONNX form here")
+    attrs = {"mode": _RESIZE_MODES[method], "coordinate_transformation_mode": coordinates}
+    if method == "nearest_neighbor":
+        rounding = nearest_rounding(coordinates, rounding)
+        if rounding not in _NEAREST_MODES:  # "round" ties to even in TVM: ONNX has no such nearest_mode
+            raise ExportError(f"resize2d rounding {rounding!r} has no ONNX nearest_mode")
+        attrs["nearest_mode"] = rounding
+    return attrs
+
+
 def _resize2d(w: Writer, call, xs, ins, outs):
     """TVM's importer maps ONNX Resize's attributes one to one; this maps them back. The output
     size is the output's shape, given to ONNX as `sizes`."""
     a = call.attrs
-    if a.layout != "NCHW" or a.method not in _RESIZE_MODES:
-        raise ExportError(f"resize2d in layout {a.layout} with method {a.method} has no ONNX form here")
+    if a.layout != "NCHW":
+        raise ExportError(f"resize2d in layout {a.layout} has no ONNX form here")
     if a.coordinate_transformation_mode == "tf_crop_and_resize":
         raise ExportError("resize2d with a region of interest has no ONNX form here")
     _require_input_dtype(call, outs, ins)
-    attrs = {"mode": _RESIZE_MODES[a.method], "coordinate_transformation_mode": a.coordinate_transformation_mode,
+    attrs = {**resize_attrs(str(a.method), str(a.coordinate_transformation_mode), str(a.rounding_method)),
              "cubic_coeff_a": float(a.cubic_alpha), "exclude_outside": int(a.cubic_exclude),
              "extrapolation_value": float(a.extrapolation_value)}
-    if a.method == "nearest_neighbor":
-        if a.rounding_method not in _NEAREST_MODES:
-            raise ExportError(f"resize2d rounding {a.rounding_method!r} has no ONNX form")
-        attrs["nearest_mode"] = a.rounding_method
     (x,) = _call_args(w, call, xs, skip_shapes=True)
     return [w.one("Resize", [x, "", "", w.ints(outs[0].shape)], **attrs)]
 

@@ -119,7 +119,8 @@ def facts(name: str, ints, args, out) -> list:
         return f + [rank(x) == 4, ints[0] >= 1, shp(out) == shp(x)]
     if name == "resize2d":  # no theory of its values: only its shape
         (x,) = args
-        return f + [rank(x) == 4, ints[0] >= 1, ints[1] >= 1] + _dims_are(out, [dim(x, 0), dim(x, 1), ints[0], ints[1]])
+        return f + [rank(x) == 4, ints[0] >= 1, ints[1] >= 1] + \
+            _dims_are(out, [dim(x, 0), dim(x, 1), ints[0], ints[1]])
     if name in ("identity_conv", "avg_kernel"):
         return _dims_are(out, list(ints)) + [v >= 1 for v in ints]
     if name == "identity_matrix":

@@ -46,8 +46,8 @@ def _source(out_size: int, in_size: int, mode: str) -> np.ndarray:
     scale = f32(in_size) / f32(out_size)
     if mode == "half_pixel":
         return (x + f32(0.5)) * scale - f32(0.5)
-    if mode == "align_corners":
-        return x * (f32(in_size - 1) / f32(out_size - 1)) if out_size > 1 else np.zeros_like(x)
+    if mode == "align_corners":  # (onto a size of 1 refused by _infer: TVM divides by zero)
+        return x * (f32(in_size - 1) / f32(out_size - 1))
     if mode == "asymmetric":
         return scale * x
     if mode == "pytorch_half_pixel":
@@ -55,9 +55,13 @@ def _source(out_size: int, in_size: int, mode: str) -> np.ndarray:
     return (x + f32(0.5)) * scale  # tf_half_pixel_for_nn
 
 
+def nearest_rounding(coordinates: str, rounding: str) -> str:
+    """The rounding a nearest resize uses: `rounding`, or topi's default for the coordinate mode where it is ""."""
+    return rounding or ("round" if coordinates == "align_corners" else "floor")
+
+
 def _nearest(src: np.ndarray, rounding: str, mode: str, in_size: int, out_size: int) -> np.ndarray:
-    if rounding == "":
-        rounding = "round" if mode == "align_corners" else "floor"
+    rounding = nearest_rounding(mode, rounding)
     ratio = out_size // in_size
     if mode == "asymmetric" and rounding == "floor" and out_size % in_size == 0 and ratio <= 1e5 / (in_size + 1):
         index = np.arange(out_size) // ratio  # topi divides in integers here

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import TensorType
-from .linear import DATA_TO_NCHW, _inverse
+from .linear import DATA_TO_NCHW
 from .registry import REQUIRED, OpDef, Pattern, fail, register
 
 
@@ -25,15 +25,22 @@ def _infer(types, attrs):
     return [TensorType(x.shape, x.dtype)]
 
 
-def shuffle_nchw(x: np.ndarray, groups: int) -> np.ndarray:
-    n, c, h, w = x.shape
-    return x.reshape(n, groups, c // groups, h, w).transpose(0, 2, 1, 3, 4).reshape(n, c, h, w)
+NCHW_PERM = (0, 2, 1, 3, 4)  # (N, g, C/g, H, W) -> (N, C/g, g, H, W)
+
+
+def spelling(shape, groups: int, layout: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The 5-D shape and the transpose the shuffle is, in `layout`, for an input of `shape`."""
+    if layout == "NCHW":
+        n, c, h, w = shape
+        return (n, groups, c // groups, h, w), NCHW_PERM
+    n, h, w, c = shape
+    return (n, h, w, groups, c // groups), (0, 1, 2, 4, 3)
 
 
 def _eval(xs, attrs):
-    to_nchw = DATA_TO_NCHW[attrs["layout"]]
-    out = shuffle_nchw(np.transpose(xs[0], to_nchw), attrs["groups"])
-    return [np.ascontiguousarray(np.transpose(out, _inverse(to_nchw)))]
+    x = xs[0]
+    split, perm = spelling(x.shape, attrs["groups"], attrs["layout"])
+    return [np.ascontiguousarray(x.reshape(split).transpose(perm).reshape(x.shape))]
 
 
 register(OpDef("channel_shuffle", 1, {"groups": REQUIRED, "layout": "NCHW"}, _infer, _eval,
