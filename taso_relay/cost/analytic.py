@@ -161,8 +161,34 @@ def kernel_flops(kernel: Kernel) -> float:
     return sum(node_flops(g.nodes[i], [g.type_of(r) for r in g.nodes[i].inputs]) for i in kernel.nodes)
 
 
+def moves_innermost(perm: Sequence[int], shape: Sequence[int]) -> bool:
+    """Whether a transpose of `shape` by `perm` changes which non-unit axis is innermost.
+
+    Such a transpose reads or writes with a stride, one cache line per element,
+    however it is fused; one that keeps the innermost axis copies whole rows.
+    """
+    kept = [a for a in perm if shape[a] != 1]
+    return bool(kept) and kept[-1] != max(kept)
+
+
+def strided_bytes(kernel: Kernel) -> float:
+    """Extra traffic of the kernel's transposes that move the innermost axis: one more pass each.
+
+    Without it a transpose fused into an injective kernel is free, and the search
+    priced relu(x) => T(relu(T(x))) cheaper: the relu leaves a compute-bound conv's
+    epilogue for a memory-bound kernel whose bytes do not change.
+    """
+    g, extra = kernel.graph, 0.0
+    for i in kernel.nodes:
+        node = g.nodes[i]
+        if node.op == "transpose" and moves_innermost(node.attr_dict["perm"], g.type_of(node.inputs[0]).shape):
+            extra += nbytes(node.types[0])
+    return extra
+
+
 def kernel_bytes(kernel: Kernel) -> float:
-    return float(sum(nbytes(t) for t in kernel.input_types) + sum(nbytes(t) for t in kernel.output_types))
+    return float(sum(nbytes(t) for t in kernel.input_types) + sum(nbytes(t) for t in kernel.output_types)
+                 + strided_bytes(kernel))
 
 
 class AnalyticCost(KernelCostModel):

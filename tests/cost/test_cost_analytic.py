@@ -118,3 +118,34 @@ def test_peaks_of_an_older_method_are_measured_again(tmp_path):
     path.write_text(json.dumps(data))
     assert load_peaks(path).gbps != 0.428
     assert first.gbps > 2.0  # a steady copy; the page-faulting first copy measured 0.4-0.9 GB/s here
+
+
+def _conv_relu_then_shuffle(swap_hw: bool):
+    """conv + bias, relu, then a channel shuffle's reshape/transpose (ShuffleNet's block end)."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 16, 8, 8))
+    y = b.op("add", b.op("conv2d", x, b.weight("w", (16, 16, 3, 3)), padding=(1, 1, 1, 1)), b.weight("b", (16, 1, 1)))
+    if swap_hw:
+        y = b.op("transpose", b.op("relu", b.op("transpose", y, perm=(0, 1, 3, 2))), perm=(0, 1, 3, 2))
+    else:
+        y = b.op("relu", y)
+    y = b.op("transpose", b.op("reshape", y, shape=(1, 2, 8, 8, 8)), perm=(0, 2, 1, 3, 4))
+    return b.build([b.op("reshape", y, shape=(1, 16, 8, 8))])
+
+
+@pytest.mark.parametrize("gflops", [10.0, 100.0, 1000.0])
+def test_a_relu_moved_between_transposes_of_the_innermost_axis_costs_more(gflops):
+    """relu(x) => T(relu(T(x))) with T swapping H and W: the relu leaves the compute-bound conv kernel for the
+    memory-bound shuffle kernel, where its flops are hidden; the two strided transposes must outweigh that."""
+    model = AnalyticCost(MachinePeaks(gflops, 20.0, 2e-6))
+    assert model.graph_cost(_conv_relu_then_shuffle(True)) > model.graph_cost(_conv_relu_then_shuffle(False))
+
+
+def test_only_a_transpose_that_moves_the_innermost_axis_is_charged_a_pass():
+    from taso_relay.cost.analytic import moves_innermost
+
+    assert moves_innermost((0, 1, 3, 2), (1, 16, 8, 8))  # H and W swapped
+    assert moves_innermost((0, 2, 3, 1), (1, 16, 8, 8))  # NCHW -> NHWC
+    assert not moves_innermost((0, 2, 1, 3, 4), (1, 2, 8, 8, 8))  # channel shuffle: rows stay whole
+    assert not moves_innermost((0, 1, 3, 2), (1, 16, 8, 1))  # W is 1: a reshape in effect
+    assert not moves_innermost((1, 0, 2), (4, 1, 8))
