@@ -6,7 +6,8 @@ Rows are keyed by (target, device, method, workload):
   method    how the kernel was lowered and timed (e.g. "measured/decompose+zero/v1")
   workload  the kernel's workload key (Kernel.key)
 and hold the median time in seconds, its standard deviation, the number of
-repeats, when it was measured and with which TVM version.
+repeats, when it was measured, with which TVM version, and how contended the
+CPUs were meanwhile (contention.py; NULL when unknown, as in files written before).
 
 Concurrency: WAL journal, a busy timeout, and INSERT OR REPLACE, so several
 processes (parallel searches, a CLI listing entries) read and write the same
@@ -40,9 +41,13 @@ CREATE TABLE IF NOT EXISTS costs (
     repeats INTEGER NOT NULL DEFAULT 0,
     measured_at REAL NOT NULL,
     tvm_version TEXT NOT NULL DEFAULT '',
+    contention REAL,
     PRIMARY KEY (target, device, method, workload)
 )
 """
+COLUMNS = ("target", "device", "method", "workload", "label", "seconds", "std", "repeats", "measured_at",
+           "tvm_version", "contention")
+SELECT = f"SELECT {', '.join(COLUMNS)} FROM costs"
 CORRUPT_MARKERS = ("not a database", "malformed", "file is encrypted", "disk image", "unsupported file format",
                    "database corrupt")
 
@@ -63,6 +68,7 @@ class Entry:
     repeats: int
     measured_at: float
     tvm_version: str
+    contention: float | None = None
 
 
 _TVM_VERSION: str | None = None
@@ -125,6 +131,9 @@ class CostCache:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute(SCHEMA)
+            if "contention" not in {row[1] for row in conn.execute("PRAGMA table_info(costs)")}:
+                with contextlib.suppress(sqlite3.OperationalError):  # another process added it meanwhile
+                    conn.execute("ALTER TABLE costs ADD COLUMN contention REAL")
             row = conn.execute("PRAGMA quick_check").fetchone()
             if row is None or row[0] != "ok":
                 raise sqlite3.DatabaseError(f"database disk image is malformed (quick_check: {row})")
@@ -211,7 +220,7 @@ class CostCache:
                 chunk = keys[start:start + 500]
                 marks = ",".join("?" * len(chunk))
                 rows = conn.execute(
-                    f"SELECT * FROM costs WHERE target=? AND device=? AND method=? AND workload IN ({marks})",
+                    f"{SELECT} WHERE target=? AND device=? AND method=? AND workload IN ({marks})",
                     (target, device, method, *chunk)).fetchall()
                 for row in rows:
                     e = Entry(*row)
@@ -221,22 +230,27 @@ class CostCache:
         return self._run(query)
 
     def put(self, target: str, device: str, method: str, workload: str, seconds: float, std: float = 0.0,
-            repeats: int = 0, label: str = "") -> None:
-        self.put_many([(target, device, method, workload, seconds, std, repeats, label)])
+            repeats: int = 0, label: str = "", contention: float | None = None) -> None:
+        self.put_many([(target, device, method, workload, seconds, std, repeats, label, contention)])
 
     def put_many(self, rows: Iterable[tuple]) -> None:
+        """rows: (target, device, method, workload, seconds, std, repeats, label[, contention])."""
         version = tvm_version()
         now = time.time()
-        data = [(t, d, m, w, lab, float(s), float(sd), int(n), now, version) for t, d, m, w, s, sd, n, lab in rows]
+        data = []
+        for t, d, m, w, s, sd, n, lab, *rest in rows:
+            share = rest[0] if rest else None
+            data.append((t, d, m, w, lab, float(s), float(sd), int(n), now, version,
+                         None if share is None else float(share)))
 
         def write(conn):
-            conn.executemany("INSERT OR REPLACE INTO costs (target, device, method, workload, label, seconds, std, "
-                             "repeats, measured_at, tvm_version) VALUES (?,?,?,?,?,?,?,?,?,?)", data)
+            conn.executemany(f"INSERT OR REPLACE INTO costs ({', '.join(COLUMNS)}) VALUES "
+                             f"({','.join('?' * len(COLUMNS))})", data)
 
         self._run(write)
 
     def entries(self, target: str | None = None, method: str | None = None) -> list[Entry]:
-        sql, args = "SELECT * FROM costs", []
+        sql, args = SELECT, []
         where = []
         if target is not None:
             where.append("target = ?")

@@ -17,6 +17,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from .contention import contended
+
 
 def add_cost_commands(subparsers) -> argparse._SubParsersAction:
     cost = subparsers.add_parser("cost", help="inspect the kernel cost cache and machine peaks",
@@ -85,7 +87,7 @@ def run_show(args) -> int:
         print(json.dumps({"path": str(cache.path), "entries": len(entries), "shown": [
             {"target": e.target, "device": e.device, "method": e.method, "workload": e.workload, "label": e.label,
              "seconds": e.seconds, "std": e.std, "repeats": e.repeats, "measured_at": e.measured_at,
-             "tvm_version": e.tvm_version} for e in shown]}, indent=1))
+             "tvm_version": e.tvm_version, "contention": e.contention} for e in shown]}, indent=1))
         return 0
     print(f"cache {cache.path}: {len(entries)} entries" + (f" (showing {len(shown)})" if len(shown) < len(entries)
                                                               else ""))
@@ -99,7 +101,8 @@ def run_show(args) -> int:
     for e in shown:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.measured_at))
         print(f"  {e.seconds * 1e3:12.4f} {e.std * 1e3:8.4f} {e.repeats:3d}  {when:16} {targets[e.target]:3} "
-              f"{e.device:10} {e.workload[:8]}  {e.label}")
+              f"{e.device:10} {e.workload[:8]}  {e.label}"
+              + (f"  (contended {e.contention:.0%}: timed again once quiet)" if contended(e.contention) else ""))
     return 0
 
 

@@ -6,7 +6,9 @@ with random data, weights as constants so that FoldConstant and FuseOps treat
 them exactly as in the whole model), lower it with the default lowering
 (`lowering.py`), `tvm.compile` it for the target, and time it (runner.py;
 RPC in remote.py). The median lands in the cache at once, so an interrupted
-run keeps what it measured and a second run measures nothing.
+run keeps what it measured and a second run measures nothing, except the
+kernels timed while other work contended for the CPUs (contention.py), which
+are timed again once the CPUs are quiet, keeping the faster time.
 """
 from __future__ import annotations
 
@@ -20,6 +22,8 @@ import numpy as np
 
 from ..graph import Graph
 from .cache import CostCache, file_lock
+from .contention import contended
+from .contention import now as contention_now
 from .kernel import Kernel
 from .lowering import LOWERING_IDS, as_target, check_lowering, compile_module, target_key
 from .progress import progress
@@ -89,6 +93,12 @@ def _warn_if_busy() -> None:
                       RuntimeWarning, stacklevel=4)
 
 
+def _quiet_now() -> bool:
+    """Whether the CPUs are quiet enough now to measure again what was timed on contended ones."""
+    share = contention_now()
+    return share is not None and not contended(share)
+
+
 class MeasuredCost(KernelCostModel):
     """Kernels timed with TVM's default lowering on the target (locally or through RPC).
 
@@ -128,6 +138,7 @@ class MeasuredCost(KernelCostModel):
         self.compiles = 0  # kernels compiled by this instance
         self.measurements = 0  # kernels timed by this instance
         self.failures: list[tuple[str, str]] = []  # (kernel label, error) of kernels that failed to build
+        self._quiet = False  # set per batch: contended cached times are measured again
 
     @property
     def method(self) -> str:
@@ -155,10 +166,11 @@ class MeasuredCost(KernelCostModel):
         costs: list[float | None] = [None] * len(kernels)
         hits = self._cached(lambda c: c.get_many(self.target_key, self.device, self.method,
                                                  [k.key for k in kernels]), {})
+        self._quiet = self.device == "local" and _quiet_now()
         todo = []
         for i, k in enumerate(kernels):
             entry = hits.get(k.key)
-            if entry is not None:
+            if self._trusted(entry):
                 costs[i] = entry.seconds
             else:
                 todo.append(i)
@@ -171,21 +183,28 @@ class MeasuredCost(KernelCostModel):
             bar.close()
         return [float(c) for c in costs]
 
+    def _trusted(self, entry) -> bool:
+        """A cached time is used unless it was taken on contended CPUs and they are quiet now."""
+        return entry is not None and not (self._quiet and contended(entry.contention))
+
     def _bar_label(self) -> str:
         return "measuring kernels"
 
     def _measure_and_store(self, kernel: Kernel) -> float:
         # another process may have measured it meanwhile
         entry = self._cached(lambda c: c.get(self.target_key, self.device, self.method, kernel.key))
-        if entry is not None:
+        if self._trusted(entry):
             return entry.seconds
         try:
             timing = self.measure_kernel(kernel)
         except Exception as exc:  # noqa: BLE001 - a kernel TVM cannot build must not stop the search
-            return self._fail(kernel, exc)
-        self._cached(lambda c: c.put(self.target_key, self.device, self.method, kernel.key, timing.median,
-                                     timing.std, len(timing.results), kernel.label))
-        return timing.median
+            return entry.seconds if entry is not None else self._fail(kernel, exc)
+        seconds, std, repeats = timing.median, timing.std, len(timing.results)
+        if entry is not None and entry.seconds < seconds:  # contention only slows a kernel: keep the faster time
+            seconds, std, repeats = entry.seconds, entry.std, entry.repeats
+        self._cached(lambda c: c.put(self.target_key, self.device, self.method, kernel.key, seconds, std, repeats,
+                                     kernel.label, timing.contention))
+        return seconds
 
     def _fail(self, kernel: Kernel, exc: Exception) -> float:
         self.failures.append((kernel.label, f"{type(exc).__name__}: {exc}"))

@@ -8,11 +8,14 @@ median and standard deviation.
 """
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+
+from .contention import Window
 
 
 @dataclass(frozen=True)
@@ -20,6 +23,7 @@ class Timing:
     median: float  # seconds
     std: float
     results: tuple[float, ...]
+    contention: float | None = None  # share of the timing in which other work waited for a CPU (local timings)
 
     @classmethod
     def of(cls, results: Sequence[float]) -> "Timing":
@@ -97,7 +101,9 @@ class LocalRunner:
             tvm.runtime.device_from_target(target) if target is not None else tvm.cpu())
         vm = relax.VirtualMachine(executable, dev)
         args = [tvm.runtime.tensor(a, dev) for a in inputs]
-        return time_vm(vm, dev, args, self.settings)
+        with Window() as window:
+            timing = time_vm(vm, dev, args, self.settings)
+        return dataclasses.replace(timing, contention=window.share)
 
     def close(self) -> None:
         pass

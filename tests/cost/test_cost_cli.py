@@ -19,7 +19,7 @@ def fill(path):
     cache = CostCache(path)
     cache.put('{"kind":"llvm"}', "local", "measured/x", "abcdef0123", 1.25e-3, 1e-6, 10, "conv2d+add+relu")
     cache.put('{"kind":"llvm"}', "rpc:pi", "measured/x", "bbcdef0123", 5e-3, 1e-6, 10, "matmul")
-    cache.put('{"kind":"cuda"}', "local", "tuned/x/trials=8", "cbcdef0123", 2e-5, 1e-7, 10, "softmax")
+    cache.put('{"kind":"cuda"}', "local", "tuned/x/trials=8", "cbcdef0123", 2e-5, 1e-7, 10, "softmax", contention=0.6)
     return cache
 
 
@@ -29,6 +29,7 @@ def test_show_lists_entries(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "3 entries" in out and "conv2d+add+relu" in out and "1.2500" in out and "rpc:pi" in out
     assert "tuned/x/trials=8 on local" in out
+    assert [line.split()[-7] for line in out.splitlines() if "(contended 60%" in line] == ["softmax"]
 
 
 def test_show_filters_and_json(tmp_path, capsys):
@@ -37,6 +38,7 @@ def test_show_filters_and_json(tmp_path, capsys):
                 "local", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["entries"] == 1 and data["shown"][0]["label"] == "conv2d+add+relu"
+    assert data["shown"][0]["contention"] is None
 
 
 def test_show_default_cache_empty(capsys):

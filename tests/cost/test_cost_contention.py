@@ -1,0 +1,112 @@
+"""Kernel times taken on contended CPUs are stamped so, and measured again once the CPUs are quiet."""
+from __future__ import annotations
+
+import sqlite3
+import time
+
+import pytest
+
+import cost_graphs
+from taso_relay.cost import CostCache, contention
+
+PSI = "some avg10={avg10} avg60=0.00 avg300=0.00 total={total}\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+
+
+@pytest.fixture
+def psi(tmp_path, monkeypatch):
+    path = tmp_path / "cpu"
+    monkeypatch.setattr(contention, "PSI_CPU", path)
+    monkeypatch.delenv("TASO_RELAY_TRUST_CACHE", raising=False)
+    return lambda avg10, total: path.write_text(PSI.format(avg10=avg10, total=total))
+
+
+def test_a_window_measures_the_share_of_time_other_work_waited_for_a_cpu(psi):
+    psi(0.0, 5_000_000)
+    with contention.Window() as w:
+        time.sleep(0.2)
+        psi(0.0, 5_000_000 + 150_000)  # 0.15 s of stall in a window of at least 0.2 s
+    assert 0.5 < w.share <= 0.75 and contention.contended(w.share)
+    with contention.Window() as quiet:
+        time.sleep(0.05)
+    assert quiet.share == 0.0 and not contention.contended(quiet.share)
+
+
+def test_without_pressure_information_the_load_average_beyond_the_cores_stands_in(psi, monkeypatch):
+    psi(40.0, 1)
+    assert contention.now() == pytest.approx(0.4)
+    monkeypatch.setattr(contention, "PSI_CPU", contention.PSI_CPU.with_name("absent"))
+    monkeypatch.setattr(contention.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(contention.os, "getloadavg", lambda: (3.0, 0.0, 0.0))
+    assert contention.now() == pytest.approx(0.5)  # one core's worth of other work on two cores
+    monkeypatch.setattr(contention.os, "getloadavg", lambda: (1.5, 0.0, 0.0))
+    assert contention.now() == 0.0
+    monkeypatch.setenv("TASO_RELAY_TRUST_CACHE", "1")
+    assert contention.now() is None
+
+
+def test_a_cache_file_written_before_the_stamp_is_read_and_extended(tmp_path):
+    path = tmp_path / "old.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE costs (target TEXT NOT NULL, device TEXT NOT NULL, method TEXT NOT NULL, "
+                 "workload TEXT NOT NULL, label TEXT NOT NULL DEFAULT '', seconds REAL NOT NULL, "
+                 "std REAL NOT NULL DEFAULT 0, repeats INTEGER NOT NULL DEFAULT 0, measured_at REAL NOT NULL, "
+                 "tvm_version TEXT NOT NULL DEFAULT '', PRIMARY KEY (target, device, method, workload))")
+    conn.execute("INSERT INTO costs VALUES ('T', 'local', 'm', 'w0', 'relu', 0.5, 0, 3, 0, '')")
+    conn.commit()
+    conn.close()
+    cache = CostCache(path)
+    old = cache.get("T", "local", "m", "w0")
+    assert (old.seconds, old.contention) == (0.5, None)
+    cache.put("T", "local", "m", "w1", 2e-3, contention=0.6)
+    assert cache.get("T", "local", "m", "w1").contention == 0.6
+    assert [e.workload for e in cache.entries()] == ["w0", "w1"]
+
+
+class ScriptedRunner:
+    """Stands in for the timer: each call returns the next (seconds, contention)."""
+
+    device_key = "local"
+    exclusive = False
+
+    def __init__(self, *timings):
+        self.timings = list(timings)
+
+    def time(self, executable, inputs, target=None):
+        from taso_relay.cost.runner import Timing
+
+        seconds, share = self.timings.pop(0)
+        return Timing(seconds, 0.0, (seconds,), share)
+
+    def close(self):
+        pass
+
+
+def test_a_time_taken_on_contended_cpus_is_measured_again_once_they_are_quiet(tmp_path, target, monkeypatch):
+    from taso_relay.cost import measured
+
+    graph, path = cost_graphs.conv_bias_relu(), tmp_path / "c.sqlite"  # one kernel
+
+    def cost(runner, quiet):
+        monkeypatch.setattr(measured, "_quiet_now", lambda: quiet)
+        m = measured.MeasuredCost(target, cache=path, runner=runner)
+        return m.graph_cost(graph), m.measurements
+
+    assert cost(ScriptedRunner((0.1, 0.9)), quiet=False) == (0.1, 1)  # timed beside other work
+    assert cost(ScriptedRunner(), quiet=False) == (0.1, 0)  # still busy: the cached time is used
+    assert cost(ScriptedRunner((0.002, 0.0)), quiet=True) == (0.002, 1)  # quiet: timed again
+    assert cost(ScriptedRunner(), quiet=True) == (0.002, 0)  # stamped quiet: trusted from now on
+    (entry,) = CostCache(path).entries()
+    assert entry.contention == 0.0
+
+
+def test_measured_again_a_contended_time_keeps_the_faster_of_the_two(tmp_path, target, monkeypatch):
+    from taso_relay.cost import measured
+
+    graph, path = cost_graphs.conv_bias_relu(), tmp_path / "c.sqlite"
+    monkeypatch.setattr(measured, "_quiet_now", lambda: True)
+    first = measured.MeasuredCost(target, cache=path, runner=ScriptedRunner((0.001, 0.5)))
+    assert first.graph_cost(graph) == 0.001
+    again = measured.MeasuredCost(target, cache=path, runner=ScriptedRunner((0.003, 0.3)))
+    assert again.graph_cost(graph) == 0.001 and again.measurements == 1  # contention only slows a kernel
+    third = measured.MeasuredCost(target, cache=path, runner=ScriptedRunner((0.0005, 0.0)))
+    assert third.graph_cost(graph) == 0.0005  # the second timing was contended too: timed a third time
