@@ -110,3 +110,14 @@ def test_measured_again_a_contended_time_keeps_the_faster_of_the_two(tmp_path, t
     assert again.graph_cost(graph) == 0.001 and again.measurements == 1  # contention only slows a kernel
     third = measured.MeasuredCost(target, cache=path, runner=ScriptedRunner((0.0005, 0.0)))
     assert third.graph_cost(graph) == 0.0005  # the second timing was contended too: timed a third time
+
+
+def test_the_local_runner_stamps_each_timing_with_its_window(target, monkeypatch):
+    from taso_relay.cost.measured import MeasuredCost
+
+    stalls = iter([100.0, 160.0])  # a minute of stall within one timing: wholly contended
+    monkeypatch.setattr(contention, "_stall_seconds", lambda: next(stalls))
+    m = MeasuredCost(target, cache=False)
+    (kernel,) = m.kernels(cost_graphs.conv_bias_relu(c=4, hw=4))
+    timing = m.measure_kernel(kernel)
+    assert timing.median > 0 and timing.contention == 1.0
