@@ -7,7 +7,7 @@ import pytest
 
 import cost_graphs
 from taso_relay.cost import AnalyticCost, MachinePeaks, load_peaks
-from taso_relay.cost.analytic import kernel_bytes, kernel_flops
+from taso_relay.cost.analytic import compute_flops, kernel_bytes, kernel_flops
 from taso_relay.graph import GraphBuilder
 
 
@@ -65,7 +65,7 @@ def test_fusion_is_cheaper_than_separate_kernels(peaks):
 def test_roofline(peaks):
     model = AnalyticCost(peaks)
     for k in model.kernels(cost_graphs.attention()):
-        expected = max(kernel_flops(k) / 100e9, kernel_bytes(k) / 20e9) + 2e-6
+        expected = max(compute_flops(k) / 100e9, kernel_bytes(k) / 20e9) + 2e-6
         assert model.kernel_cost(k) == pytest.approx(expected)
 
 
@@ -149,3 +149,28 @@ def test_only_a_transpose_that_moves_the_innermost_axis_is_charged_a_pass():
     assert not moves_innermost((0, 2, 1, 3, 4), (1, 2, 8, 8, 8))  # channel shuffle: rows stay whole
     assert not moves_innermost((0, 1, 3, 2), (1, 16, 8, 1))  # W is 1: a reshape in effect
     assert not moves_innermost((1, 0, 2), (4, 1, 8))
+
+
+def _fire(relu_after_concat: bool):
+    """SqueezeNet's fire module's end: two convs with bias, their relus, a concat."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 16, 14, 14))
+    e1 = b.op("add", b.op("conv2d", x, b.weight("w1", (32, 16, 1, 1))), b.weight("b1", (32, 1, 1)))
+    e3 = b.op("conv2d", x, b.weight("w3", (32, 16, 3, 3)), padding=(1, 1, 1, 1))
+    e3 = b.op("add", e3, b.weight("b3", (32, 1, 1)))
+    if relu_after_concat:
+        return b.build([b.op("relu", b.op("concat", e1, e3, axis=1))])
+    return b.build([b.op("concat", b.op("relu", e1), b.op("relu", e3), axis=1)])
+
+
+@pytest.mark.parametrize("lowering", ["default", "tuning"])
+def test_an_activation_moved_out_of_a_conv_epilogue_is_not_cheaper(lowering):
+    """relu(x1), relu(x2) => split(relu(concat(x1, x2))) takes the relus out of two convs' epilogues, where they
+    cost nothing beside the multiply-adds, into the concat's memory-bound kernel, where they cost nothing either."""
+    model = AnalyticCost(MachinePeaks(100.0, 20.0, 2e-6), lowering=lowering)
+    assert model.graph_cost(_fire(True)) >= model.graph_cost(_fire(False))
+
+
+def test_only_the_multiply_adds_of_a_conv_kernel_take_compute_time():
+    (k,) = AnalyticCost(MachinePeaks(1, 1)).kernels(cost_graphs.conv_bias_relu(c=16, hw=8))
+    assert compute_flops(k) == 2 * 16 * 8 * 8 * 16 * 9 < kernel_flops(k)
