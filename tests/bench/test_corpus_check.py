@@ -15,9 +15,9 @@ from bench.corpus import check_models  # noqa: E402
 
 
 def test_a_rewritten_model_is_checked_against_its_original(tmp_path, monkeypatch):
-    """The small CNN's two convs are merged (min_gain=0 keeps the rewrite): the results agree; a pass that
-    changed the numbers (another bias on one logit) makes the check fail with exit 1."""
-    path = models.save(models.small_cnn(), tmp_path / "small.onnx")
+    """The small CNN's batch norm is folded into its conv (min_gain=0 keeps the rewrite): the results agree; a pass
+    that changed the numbers (another bias on one logit) makes the check fail with exit 1."""
+    path = models.save(models.small_cnn(norm=True), tmp_path / "small.onnx")
     out = tmp_path / "results.jsonl"
     assert check_models.main([str(path), "--json", str(out), "--time-limit", "2"]) == 0
     (record,) = [json.loads(line) for line in out.read_text().splitlines()]
@@ -30,7 +30,7 @@ def test_a_rewritten_model_is_checked_against_its_original(tmp_path, monkeypatch
     from taso_relay.onnx_io import prepare
     from taso_relay.passes import TASOPass
 
-    wrong = models.small_cnn()
+    wrong = models.small_cnn(norm=True)
     fcb = next(t for t in wrong.graph.initializer if t.name == "fcb")
     fcb.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(fcb) + np.float32([0.5, 0, 0, 0, 0]), "fcb"))
     wrong_mod = prepare(models.save(wrong, tmp_path / "wrong.onnx")).mod

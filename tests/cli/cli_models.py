@@ -10,17 +10,23 @@ def _init(name, array):
     return numpy_helper.from_array(np.asarray(array), name)
 
 
-def small_cnn(batch=1) -> onnx.ModelProto:
-    """Two conv branches (relu, 1x1 and 3x3), concat, max pool, flatten, matmul, softmax."""
+def small_cnn(batch=1, norm: bool = False) -> onnx.ModelProto:
+    """Two conv branches (relu, 1x1 and 3x3; norm: a batch norm after the 3x3), concat, max pool, flatten,
+    matmul, softmax."""
     rng = np.random.default_rng(0)
     f32 = lambda *s: rng.uniform(-0.5, 0.5, size=s).astype(np.float32)  # noqa: E731
     inits = [_init("w1", f32(4, 3, 1, 1)), _init("b1", f32(4)), _init("w2", f32(4, 3, 3, 3)), _init("b2", f32(4)),
              _init("shape", np.array([batch, 8 * 4 * 4], np.int64)), _init("fc", f32(128, 5)), _init("fcb", f32(5))]
+    bn = []
+    if norm:
+        inits += [_init("gamma", f32(4) + 1), _init("beta", f32(4)), _init("mean", f32(4)), _init("var", f32(4) + 1)]
+        bn = [helper.make_node("BatchNormalization", ["c2", "gamma", "beta", "mean", "var"], ["n2"])]
     nodes = [
         helper.make_node("Conv", ["x", "w1", "b1"], ["c1"]),
         helper.make_node("Relu", ["c1"], ["r1"]),
         helper.make_node("Conv", ["x", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]),
-        helper.make_node("Relu", ["c2"], ["r2"]),
+        *bn,
+        helper.make_node("Relu", ["n2" if norm else "c2"], ["r2"]),
         helper.make_node("Concat", ["r1", "r2"], ["cat"], axis=1),
         helper.make_node("MaxPool", ["cat"], ["pool"], kernel_shape=[2, 2], strides=[2, 2]),
         helper.make_node("Reshape", ["pool", "shape"], ["flat"]),
