@@ -172,8 +172,9 @@ def kernel_flops(kernel: Kernel) -> float:
 def moves_innermost(perm: Sequence[int], shape: Sequence[int]) -> bool:
     """Whether a transpose of `shape` by `perm` changes which non-unit axis is innermost.
 
-    Such a transpose reads or writes with a stride, one cache line per element,
-    however it is fused; one that keeps the innermost axis copies whole rows.
+    Such a transpose reads or writes with a stride however it is fused, and its
+    cache lines are fetched more than once (charged as one more pass over its
+    output, strided_bytes); one that keeps the innermost axis copies whole rows.
     """
     kept = [a for a in perm if shape[a] != 1]
     return bool(kept) and kept[-1] != max(kept)

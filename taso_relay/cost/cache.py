@@ -6,8 +6,11 @@ Rows are keyed by (target, device, method, workload):
   method    how the kernel was lowered and timed (e.g. "measured/decompose+zero/v1")
   workload  the kernel's workload key (Kernel.key)
 and hold the median time in seconds, its standard deviation, the number of
-repeats, when it was measured, with which TVM version, and how contended the
-CPUs were meanwhile (contention.py; NULL when unknown, as in files written before).
+repeats, when it was measured and with which TVM version. How contended the CPUs
+were meanwhile (contention.py) lies in a table of its own, `stamps`, which holds
+the row's measured_at beside it: a version of this package from before the stamp
+reads and writes `costs` as it always did, and a time it writes over a stamped
+one leaves a stamp that no longer matches, so it reads as unknown (NULL).
 
 Concurrency: WAL journal, a busy timeout, and INSERT OR REPLACE, so several
 processes (parallel searches, a CLI listing entries) read and write the same
@@ -41,13 +44,22 @@ CREATE TABLE IF NOT EXISTS costs (
     repeats INTEGER NOT NULL DEFAULT 0,
     measured_at REAL NOT NULL,
     tvm_version TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (target, device, method, workload)
+);
+CREATE TABLE IF NOT EXISTS stamps (
+    target TEXT NOT NULL,
+    device TEXT NOT NULL,
+    method TEXT NOT NULL,
+    workload TEXT NOT NULL,
+    measured_at REAL NOT NULL,
     contention REAL,
     PRIMARY KEY (target, device, method, workload)
-)
+);
 """
-COLUMNS = ("target", "device", "method", "workload", "label", "seconds", "std", "repeats", "measured_at",
-           "tvm_version", "contention")
-SELECT = f"SELECT {', '.join(COLUMNS)} FROM costs"
+KEY = ("target", "device", "method", "workload")
+COLUMNS = KEY + ("label", "seconds", "std", "repeats", "measured_at", "tvm_version")
+SELECT = (f"SELECT {', '.join('c.' + c for c in COLUMNS)}, s.contention FROM costs c LEFT JOIN stamps s ON "
+          + " AND ".join(f"s.{c} = c.{c}" for c in KEY + ("measured_at",)))
 CORRUPT_MARKERS = ("not a database", "malformed", "file is encrypted", "disk image", "unsupported file format",
                    "database corrupt")
 
@@ -130,10 +142,7 @@ class CostCache:
             conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute(SCHEMA)
-            if "contention" not in {row[1] for row in conn.execute("PRAGMA table_info(costs)")}:
-                with contextlib.suppress(sqlite3.OperationalError):  # another process added it meanwhile
-                    conn.execute("ALTER TABLE costs ADD COLUMN contention REAL")
+            conn.executescript(SCHEMA)
             row = conn.execute("PRAGMA quick_check").fetchone()
             if row is None or row[0] != "ok":
                 raise sqlite3.DatabaseError(f"database disk image is malformed (quick_check: {row})")
@@ -220,7 +229,7 @@ class CostCache:
                 chunk = keys[start:start + 500]
                 marks = ",".join("?" * len(chunk))
                 rows = conn.execute(
-                    f"{SELECT} WHERE target=? AND device=? AND method=? AND workload IN ({marks})",
+                    f"{SELECT} WHERE c.target=? AND c.device=? AND c.method=? AND c.workload IN ({marks})",
                     (target, device, method, *chunk)).fetchall()
                 for row in rows:
                     e = Entry(*row)
@@ -230,22 +239,44 @@ class CostCache:
         return self._run(query)
 
     def put(self, target: str, device: str, method: str, workload: str, seconds: float, std: float = 0.0,
-            repeats: int = 0, label: str = "", contention: float | None = None) -> None:
-        self.put_many([(target, device, method, workload, seconds, std, repeats, label, contention)])
+            repeats: int = 0, label: str = "", contention: float | None = None, keep_faster: bool = False) -> None:
+        """keep_faster: where the row holds a faster time, keep that time (with this timing's stamp)."""
+        self.put_many([(target, device, method, workload, seconds, std, repeats, label, contention)],
+                      keep_faster=keep_faster)
 
-    def put_many(self, rows: Iterable[tuple]) -> None:
-        """rows: (target, device, method, workload, seconds, std, repeats, label[, contention])."""
+    def put_many(self, rows: Iterable[tuple], keep_faster: bool = False) -> None:
+        """rows: (target, device, method, workload, seconds, std, repeats, label[, contention]).
+
+        keep_faster: a row that holds a faster time keeps it, read and written in one transaction so
+        that two processes timing the same kernel again cannot replace each other's faster time. The
+        kept time takes the new stamp: a time taken on contended CPUs that a later timing does not
+        beat was not slowed by the contention.
+        """
         version = tvm_version()
         now = time.time()
         data = []
         for t, d, m, w, s, sd, n, lab, *rest in rows:
             share = rest[0] if rest else None
-            data.append((t, d, m, w, lab, float(s), float(sd), int(n), now, version,
-                         None if share is None else float(share)))
+            data.append([t, d, m, w, lab, float(s), float(sd), int(n), now, version,
+                         None if share is None else float(share)])
 
         def write(conn):
-            conn.executemany(f"INSERT OR REPLACE INTO costs ({', '.join(COLUMNS)}) VALUES "
-                             f"({','.join('?' * len(COLUMNS))})", data)
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if keep_faster:
+                    for row in data:
+                        old = conn.execute("SELECT seconds, std, repeats FROM costs WHERE target=? AND device=? "
+                                           "AND method=? AND workload=?", row[:4]).fetchone()
+                        if old is not None and old[0] < row[5]:
+                            row[5:8] = old
+                conn.executemany(f"INSERT OR REPLACE INTO costs ({', '.join(COLUMNS)}) VALUES "
+                                 f"({','.join('?' * len(COLUMNS))})", [row[:10] for row in data])
+                conn.executemany("INSERT OR REPLACE INTO stamps VALUES (?, ?, ?, ?, ?, ?)",
+                                 [row[:4] + row[8:9] + row[10:] for row in data])
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
 
         self._run(write)
 
@@ -253,14 +284,14 @@ class CostCache:
         sql, args = SELECT, []
         where = []
         if target is not None:
-            where.append("target = ?")
+            where.append("c.target = ?")
             args.append(target)
         if method is not None:
-            where.append("method LIKE ?")
+            where.append("c.method LIKE ?")
             args.append(method + "%")
         if where:
             sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY measured_at"
+        sql += " ORDER BY c.measured_at"
         return self._run(lambda conn: [Entry(*row) for row in conn.execute(sql, args).fetchall()])
 
     def __bool__(self) -> bool:  # an empty cache is still a cache
@@ -272,7 +303,9 @@ class CostCache:
     def clear(self, target: str | None = None) -> int:
         def wipe(conn):
             if target is None:
+                conn.execute("DELETE FROM stamps")
                 return conn.execute("DELETE FROM costs").rowcount
+            conn.execute("DELETE FROM stamps WHERE target = ?", (target,))
             return conn.execute("DELETE FROM costs WHERE target = ?", (target,)).rowcount
 
         return self._run(wipe)

@@ -4,10 +4,13 @@ A kernel timed beside another job reads slow (TVM's threads wait for busy cores;
 a hundred times slow was seen beside a test run), and the cost cache would hand
 that time to every later search. So each local timing is stamped with its
 contention: the share of the timing window in which some task waited for a CPU
-(Linux's pressure stall information), or, where the kernel does not provide it,
-the 1-minute load average beyond the cores, per core. A time stamped contended is
-measured again once the machine is quiet, unless TASO_RELAY_TRUST_CACHE=1 (the
-test suite sets it, where a rerun must reuse what the first run measured).
+(Linux's pressure stall information: this process's cgroup where the kernel keeps
+it there, else the whole machine's), or, where the kernel keeps none, the 1-minute
+load average beyond the cores, per core. A time stamped contended is measured
+again once the machine is quiet, unless TASO_RELAY_TRUST_CACHE is set to a true
+value (the test suite sets it, where a rerun must reuse what the first run
+measured). Only CPU kernels are stamped: a GPU kernel's time does not hinge on
+CPU pressure.
 """
 from __future__ import annotations
 
@@ -17,22 +20,45 @@ from pathlib import Path
 
 CONTENDED = 0.25  # a timing with at least this contention is not trusted once the machine is quiet
 PSI_CPU = Path("/proc/pressure/cpu")
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+FALSE_WORDS = ("", "0", "false", "no", "off")
 
 
-def _psi_line(field: str) -> str | None:
+def trust_cache() -> bool:
+    """TASO_RELAY_TRUST_CACHE set to a true value: cached times are used however they were taken."""
+    return os.environ.get("TASO_RELAY_TRUST_CACHE", "").strip().lower() not in FALSE_WORDS
+
+
+def _psi_files() -> list[Path]:
+    """This process's cgroup's cpu.pressure (cgroup v2, or v1 beside a unified hierarchy), then the machine's."""
+    files = []
     try:
-        for line in PSI_CPU.read_text().splitlines():
-            if line.startswith("some "):
-                return dict(kv.split("=", 1) for kv in line.split()[1:]).get(field)
-    except (OSError, ValueError):
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            if line.startswith("0::/"):
+                rel = line[4:].strip()
+                if rel:  # the root cgroup keeps no cpu.pressure of its own
+                    files += [CGROUP_ROOT / rel / "cpu.pressure", CGROUP_ROOT / "unified" / rel / "cpu.pressure"]
+    except OSError:
         pass
+    return files + [PSI_CPU]
+
+
+def _psi_field(field: str) -> float | None:
+    """A field of the first readable pressure file's "some" line, as a number (None without PSI)."""
+    for path in _psi_files():
+        try:
+            for line in path.read_text().splitlines():
+                if line.startswith("some "):
+                    return float(dict(kv.split("=", 1) for kv in line.split()[1:])[field])
+        except (OSError, ValueError, KeyError):
+            continue
     return None
 
 
 def _stall_seconds() -> float | None:
     """Seconds, since boot, in which some runnable task waited for a CPU (None without PSI)."""
-    total = _psi_line("total")
-    return int(total) / 1e6 if total is not None else None
+    total = _psi_field("total")  # microseconds
+    return total / 1e6 if total is not None else None
 
 
 def _load_share() -> float | None:
@@ -48,11 +74,14 @@ def _load_share() -> float | None:
 
 
 def now() -> float | None:
-    """Contention over the last 10 seconds (None where it cannot be read, or TASO_RELAY_TRUST_CACHE=1)."""
-    if os.environ.get("TASO_RELAY_TRUST_CACHE", "") not in ("", "0"):
+    """Recent contention: PSI's 10-second average, else the 1-minute load average beyond the cores.
+
+    None where neither can be read, or when the cache is trusted (trust_cache()).
+    """
+    if trust_cache():
         return None
-    avg10 = _psi_line("avg10")
-    return float(avg10) / 100 if avg10 is not None else _load_share()
+    avg10 = _psi_field("avg10")  # percent
+    return avg10 / 100 if avg10 is not None else _load_share()
 
 
 class Window:

@@ -199,11 +199,12 @@ class MeasuredCost(KernelCostModel):
             timing = self.measure_kernel(kernel)
         except Exception as exc:  # noqa: BLE001 - a kernel TVM cannot build must not stop the search
             return entry.seconds if entry is not None else self._fail(kernel, exc)
-        seconds, std, repeats = timing.median, timing.std, len(timing.results)
-        if entry is not None and entry.seconds < seconds:  # contention only slows a kernel: keep the faster time
-            seconds, std, repeats = entry.seconds, entry.std, entry.repeats
-        self._cached(lambda c: c.put(self.target_key, self.device, self.method, kernel.key, seconds, std, repeats,
-                                     kernel.label, timing.contention))
+        seconds = timing.median
+        if entry is not None:  # contention only slows a kernel: the cache keeps the faster time
+            seconds = min(seconds, entry.seconds)
+        self._cached(lambda c: c.put(self.target_key, self.device, self.method, kernel.key, timing.median,
+                                     timing.std, len(timing.results), kernel.label, timing.contention,
+                                     keep_faster=True))
         return seconds
 
     def _fail(self, kernel: Kernel, exc: Exception) -> float:

@@ -239,6 +239,8 @@ class TunedCost(MeasuredCost):
                 except Exception:  # noqa: BLE001 - measuring it reports the failure
                     continue
             self.tune_modules(mods)
+        # Right after a tuning run PSI's 10-second average still holds its load, so a cached time taken
+        # on contended CPUs is seldom measured again in this batch; a later batch on quiet CPUs does it.
         return super()._compute(kernels)
 
     def build(self, kernel: Kernel):

@@ -15,26 +15,56 @@ PSI = "some avg10={avg10} avg60=0.00 avg300=0.00 total={total}\nfull avg10=0.00 
 @pytest.fixture
 def psi(tmp_path, monkeypatch):
     path = tmp_path / "cpu"
-    monkeypatch.setattr(contention, "PSI_CPU", path)
+    monkeypatch.setattr(contention, "_psi_files", lambda: [tmp_path / "absent", path])
     monkeypatch.delenv("TASO_RELAY_TRUST_CACHE", raising=False)
     return lambda avg10, total: path.write_text(PSI.format(avg10=avg10, total=total))
 
 
-def test_a_window_measures_the_share_of_time_other_work_waited_for_a_cpu(psi):
+def test_a_window_measures_the_share_of_time_other_work_waited_for_a_cpu(psi, monkeypatch):
+    clock = iter([10.0, 10.2, 20.0, 20.05])
+    monkeypatch.setattr(contention.time, "perf_counter", lambda: next(clock))
     psi(0.0, 5_000_000)
     with contention.Window() as w:
-        time.sleep(0.2)
-        psi(0.0, 5_000_000 + 150_000)  # 0.15 s of stall in a window of at least 0.2 s
-    assert 0.5 < w.share <= 0.75 and contention.contended(w.share)
+        psi(0.0, 5_000_000 + 150_000)  # 0.15 s of stall in a window of 0.2 s
+    assert w.share == pytest.approx(0.75) and contention.contended(w.share)
     with contention.Window() as quiet:
-        time.sleep(0.05)
+        pass
     assert quiet.share == 0.0 and not contention.contended(quiet.share)
+
+
+def test_pressure_is_read_from_this_process_cgroup_before_the_machine(tmp_path, monkeypatch):
+    proc = tmp_path / "proc_cgroup"
+    proc.write_text("1:cpu:/\n0::/jobs/this\n")
+    real_path = contention.Path
+
+    def path(p, *rest):  # /proc/self/cgroup is read from the fake file
+        return proc if str(p) == "/proc/self/cgroup" else real_path(p, *rest)
+
+    monkeypatch.setattr(contention, "Path", path)
+    monkeypatch.setattr(contention, "CGROUP_ROOT", tmp_path / "cg")
+    monkeypatch.setattr(contention, "PSI_CPU", tmp_path / "machine")
+    monkeypatch.delenv("TASO_RELAY_TRUST_CACHE", raising=False)
+    (tmp_path / "machine").write_text(PSI.format(avg10=90.0, total=1))
+    assert contention.now() == pytest.approx(0.9)  # no cgroup file: the machine's
+    mine = tmp_path / "cg" / "unified" / "jobs" / "this" / "cpu.pressure"
+    mine.parent.mkdir(parents=True)
+    mine.write_text(PSI.format(avg10=3.0, total=2_000_000))
+    assert contention.now() == pytest.approx(0.03) and contention._stall_seconds() == 2.0
+    mine.write_text("some garbage\n")  # unreadable: the next file
+    assert contention.now() == pytest.approx(0.9)
+
+
+@pytest.mark.parametrize("value, trusted", [("1", True), ("yes", True), ("true", True), ("0", False),
+                                            ("false", False), ("False", False), ("off", False), ("", False)])
+def test_trust_cache_reads_the_variable_as_a_flag(value, trusted, monkeypatch):
+    monkeypatch.setenv("TASO_RELAY_TRUST_CACHE", value)
+    assert contention.trust_cache() is trusted
 
 
 def test_without_pressure_information_the_load_average_beyond_the_cores_stands_in(psi, monkeypatch):
     psi(40.0, 1)
     assert contention.now() == pytest.approx(0.4)
-    monkeypatch.setattr(contention, "PSI_CPU", contention.PSI_CPU.with_name("absent"))
+    monkeypatch.setattr(contention, "_psi_files", lambda: [])
     monkeypatch.setattr(contention.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     monkeypatch.setattr(contention.os, "getloadavg", lambda: (3.0, 0.0, 0.0))
     assert contention.now() == pytest.approx(0.5)  # one core's worth of other work on two cores
@@ -44,13 +74,16 @@ def test_without_pressure_information_the_load_average_beyond_the_cores_stands_i
     assert contention.now() is None
 
 
+OLD_COSTS = ("CREATE TABLE costs (target TEXT NOT NULL, device TEXT NOT NULL, method TEXT NOT NULL, "
+             "workload TEXT NOT NULL, label TEXT NOT NULL DEFAULT '', seconds REAL NOT NULL, "
+             "std REAL NOT NULL DEFAULT 0, repeats INTEGER NOT NULL DEFAULT 0, measured_at REAL NOT NULL, "
+             "tvm_version TEXT NOT NULL DEFAULT '', PRIMARY KEY (target, device, method, workload))")
+
+
 def test_a_cache_file_written_before_the_stamp_is_read_and_extended(tmp_path):
     path = tmp_path / "old.sqlite"
     conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE costs (target TEXT NOT NULL, device TEXT NOT NULL, method TEXT NOT NULL, "
-                 "workload TEXT NOT NULL, label TEXT NOT NULL DEFAULT '', seconds REAL NOT NULL, "
-                 "std REAL NOT NULL DEFAULT 0, repeats INTEGER NOT NULL DEFAULT 0, measured_at REAL NOT NULL, "
-                 "tvm_version TEXT NOT NULL DEFAULT '', PRIMARY KEY (target, device, method, workload))")
+    conn.execute(OLD_COSTS)
     conn.execute("INSERT INTO costs VALUES ('T', 'local', 'm', 'w0', 'relu', 0.5, 0, 3, 0, '')")
     conn.commit()
     conn.close()
@@ -60,6 +93,38 @@ def test_a_cache_file_written_before_the_stamp_is_read_and_extended(tmp_path):
     cache.put("T", "local", "m", "w1", 2e-3, contention=0.6)
     assert cache.get("T", "local", "m", "w1").contention == 0.6
     assert [e.workload for e in cache.entries()] == ["w0", "w1"]
+
+
+def test_code_from_before_the_stamp_still_reads_and_writes_a_stamped_file(tmp_path):
+    """An older install sharing the cache file reads rows positionally: the costs table keeps its ten columns."""
+    path = tmp_path / "shared.sqlite"
+    cache = CostCache(path)
+    cache.put("T", "local", "m", "w0", 0.1, contention=0.9)
+    cache.close()
+    conn = sqlite3.connect(path)
+    (row,) = conn.execute("SELECT * FROM costs").fetchall()  # what the old code did, then Entry(*row)
+    assert len(row) == 10 and row[5] == 0.1
+    conn.execute("INSERT OR REPLACE INTO costs VALUES ('T', 'local', 'm', 'w0', 'relu', 0.004, 0, 3, ?, '')",
+                 (time.time() + 1,))  # the old code times it again, unstamped
+    conn.commit()
+    conn.close()
+    again = CostCache(path).get("T", "local", "m", "w0")
+    assert again.seconds == 0.004 and again.contention is None  # the stale stamp no longer applies
+
+
+def test_keeping_the_faster_time_reads_and_writes_in_one_transaction(tmp_path):
+    path = tmp_path / "c.sqlite"
+    first, second = CostCache(path), CostCache(path)
+    first.put("T", "local", "m", "w", 0.010, contention=0.8)
+    # two processes read the contended time, then both time the kernel again; the faster lands first
+    first.put("T", "local", "m", "w", 0.002, std=0.1, repeats=7, contention=0.0, keep_faster=True)
+    second.put("T", "local", "m", "w", 0.003, std=0.2, repeats=5, contention=0.1, keep_faster=True)
+    entry = CostCache(path).get("T", "local", "m", "w")
+    assert (entry.seconds, entry.std, entry.repeats) == (0.002, 0.1, 7)
+    assert entry.contention == 0.1  # the later, slower timing vouches that the kept time was not inflated
+    second.put("T", "local", "m", "w", 0.005, contention=0.0)  # a plain put replaces
+    assert CostCache(path).get("T", "local", "m", "w").seconds == 0.005
+    assert second.clear() == 1 and CostCache(path).get("T", "local", "m", "w") is None
 
 
 class ScriptedRunner:
