@@ -247,6 +247,8 @@ class _Importer:
             op, attrs, args = import_call_tir(call, self.mod)
         else:
             op, attrs, args = ops_table.import_call(call)
+        if op == ops_table.CHAIN:
+            return self._chain(call, attrs["steps"], args)
         if op == "batch_norm" and self._bn_stats_used(var):
             raise Unsupported("batch_norm whose running statistics are used")
         inputs = []
@@ -279,6 +281,24 @@ class _Importer:
             items += [None] * (len(call.ty.fields) - len(items))
             return TupleVal(tuple(items))
         return Ref(index, 0)
+
+    def _chain(self, call, steps, args):
+        """A call read as several graph ops in a row (ops_table.CHAIN); no template, as none is one call."""
+        value = self._value(args[0])
+        if not isinstance(value, Ref):
+            raise Unsupported(f"{call.op.name} takes a tuple argument")
+        first = len(self.builder.nodes)
+        try:
+            for op, attrs in steps:
+                self.builder.add(op, [value], **attrs)
+                value = Ref(len(self.builder.nodes) - 1, 0)
+            types = list(self.builder.nodes[-1].types)
+            if types != _result_types(call.ty):
+                raise Unsupported(f"{call.op.name}: graph type {list(map(str, types))} != relax type {call.ty}")
+        except BaseException:
+            del self.builder.nodes[first:]  # no half-read call left behind
+            raise
+        return value
 
     def _bn_stats_used(self, var) -> bool:
         for user in self.uses.get(var, []):

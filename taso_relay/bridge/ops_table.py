@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 from tvm import relax
+from tvm.ir.expr import Constant
 
 from ..graph.ops.sources import constant_value
 
@@ -106,6 +107,9 @@ def _float_only(call) -> None:
 # ---- importers: Call -> (op, attrs, tensor args) ------------------------------
 Reading = tuple[str, dict, list]
 Importer = Callable[[Any], Reading]
+# A call read as several graph ops, each taking the one before as its only input: the reading is
+# (CHAIN, {"steps": ((op, attrs), ...)}, [the first op's input]).
+CHAIN = "chain"
 
 
 def _conv2d(call) -> Reading:
@@ -202,6 +206,48 @@ def _strided_slice(call) -> Reading:
     strides = int_tuple(call.args[4]) if len(call.args) > 4 and call.args[4] is not None else ()
     return "strided_slice", {"axes": int_tuple(axes), "begin": int_tuple(begin), "end": int_tuple(end),
                              "strides": strides}, [x]
+
+
+def _take(call) -> Reading:
+    """take at constant indices that run contiguously: a slice, squeezed or reshaped to take's shape.
+
+    One index unbinds a merged Q/K/V or picks a class token (ONNX Gather at a scalar); torch.export
+    spells some reshapes as a gather of arange. Other indices (a position bias table's lookups, token
+    ids known only at run time) stay opaque; so does an index out of range in "fast" mode, which reads
+    outside the tensor.
+    """
+    x, indices = call.args[:2]
+    shape = static_shape(x.ty)
+    if not isinstance(indices, Constant):
+        raise Unsupported("take with indices known only at run time")
+    index = indices.value.numpy()
+    if not np.issubdtype(index.dtype, np.integer) or index.size == 0:
+        raise Unsupported(f"take with {index.dtype} indices of shape {index.shape}")
+    if call.attrs.axis is None:
+        raise Unsupported("take from the flattened tensor (axis=None)")
+    axis, mode = int(call.attrs.axis) % len(shape), str(call.attrs.mode)
+    dim = shape[axis]
+    flat = index.astype(np.int64).ravel()
+    if mode == "wrap":
+        flat = flat % dim
+    elif mode == "clip":
+        flat = np.clip(flat, 0, dim - 1)
+    elif flat.min() < 0 or flat.max() >= dim:
+        raise Unsupported(f"take at indices outside an axis of size {dim} in {mode} mode")
+    begin = int(flat[0])
+    if not np.array_equal(flat, np.arange(begin, begin + flat.size)):
+        raise Unsupported("take at indices that are not one contiguous run")
+    steps = []
+    if flat.size != dim:
+        steps.append(("strided_slice", {"axes": (axis,), "begin": (begin,), "end": (begin + flat.size,),
+                                        "strides": ()}))
+    if index.ndim == 0:
+        steps.append(("squeeze", {"axes": (axis,)}))
+    elif index.shape != (flat.size,):
+        steps.append(("reshape", {"shape": static_shape(call.ty)}))
+    if not steps:
+        raise Unsupported("take of a whole axis in order (the identity)")  # rare; no graph op to read it as
+    return CHAIN, {"steps": tuple(steps)}, [x]
 
 
 def _squeeze(call) -> Reading:
@@ -301,6 +347,7 @@ IMPORTERS: dict[str, Importer] = {
     "relax.broadcast_to": _broadcast_to,
     "relax.strided_slice": _strided_slice,
     "relax.squeeze": _squeeze,
+    "relax.take": _take,
     "relax.expand_dims": _expand_dims,
     "relax.astype": _astype,
     "relax.clip": _clip,

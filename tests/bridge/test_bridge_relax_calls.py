@@ -97,6 +97,7 @@ OPAQUE = {
                             (2, 3), (3,), (3,)),
     "pad_reflect": (lambda bb, x: op.nn.pad(x, [1, 1, 1, 1], "reflect"), (3, 3)),
     "cumsum": (lambda bb, x: op.cumsum(x, axis=1), (2, 3)),
+    "take_rows": (lambda bb, x: op.take(x, relax.const(np.array([2, 0], "int64")), axis=0), (3, 4)),
     "topk": (lambda bb, x: op.topk(x, 2, axis=1, ret_type="both"), (2, 5)),
 }
 
@@ -174,3 +175,52 @@ def test_batch_norm_with_used_statistics_stays_opaque():
     counts = graph_from_function(mod["main"]).graph.op_counts()
     assert counts.get("opaque") == 1 and "batch_norm" not in counts
     tvm.ir.assert_structural_equal(roundtrip(mod["main"]), mod["main"])
+
+
+TAKES = {  # (index, axis, mode) -> the index taken
+    "fast": ((1, 0, "fast"), 1), "negative_axis": ((1, -1, "fast"), 1), "wrap_negative": ((-1, 1, "wrap"), 3),
+    "wrap_past_end": ((5, 0, "wrap"), 2), "clip_past_end": ((9, 0, "clip"), 2), "clip_negative": ((-3, 1, "clip"), 0),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TAKES))
+def test_take_at_one_constant_index_is_a_squeezed_one_wide_slice(case, run_module, rng):
+    """ViT's and Swin's unbinding of a merged Q/K/V (ONNX Gather at a scalar index, once shapes are folded)."""
+    (index, axis, mode), taken = TAKES[case]
+    mod = single(lambda bb, x: op.take(x, relax.const(index, "int64"), axis=axis, mode=mode), (3, 4, 2))
+    graph = graph_from_function(mod["main"]).graph
+    assert graph.op_counts() == {"input": 1, "strided_slice": 1, "squeeze": 1}
+    x = rng.uniform(0.1, 2.0, size=(3, 4, 2)).astype(F32)
+    want = np.take(x, taken, axis=axis)
+    (tvm_out,) = run_module(mod, [x])
+    (got,) = evaluate(graph, {graph.input_names[0]: x})
+    again = tvm.IRModule({"main": roundtrip(mod["main"])})
+    assert _ops(again["main"]) == {"relax.strided_slice", "relax.squeeze"}
+    (back,) = run_module(again, [x])
+    for out in (tvm_out, got, back):
+        assert out.shape == want.shape
+        np.testing.assert_array_equal(out, want)
+
+
+def test_take_out_of_range_in_fast_mode_stays_opaque():
+    """"fast" reads outside the tensor there: nothing the graph form could mean by it."""
+    mod = single(lambda bb, x: op.take(x, relax.const(3, "int64"), axis=0, mode="fast"), (3, 4))
+    assert graph_from_function(mod["main"]).graph.op_counts().get("opaque") == 1
+
+
+@pytest.mark.parametrize("indices, axis, ops", [
+    (np.arange(4).reshape(1, 4, 1), 1, {"reshape"}),  # torch.export's gather of arange: a reshape
+    (np.array([1, 2]), 1, {"strided_slice"}),
+    (np.array([[1], [2]]), 1, {"strided_slice", "reshape"}),
+])
+def test_take_at_a_contiguous_run_of_constant_indices_is_a_slice(indices, axis, ops, run_module, rng):
+    mod = single(lambda bb, x: op.take(x, relax.const(indices.astype("int64")), axis=axis), (3, 4, 2))
+    graph = graph_from_function(mod["main"]).graph
+    assert set(graph.op_counts()) - {"input"} == ops
+    x = rng.uniform(0.1, 2.0, size=(3, 4, 2)).astype(F32)
+    want = np.take(x, indices, axis=axis)
+    (got,) = evaluate(graph, {graph.input_names[0]: x})
+    (back,) = run_module(tvm.IRModule({"main": roundtrip(mod["main"])}), [x])
+    (tvm_out,) = run_module(mod, [x])
+    for out in (tvm_out, got, back):
+        np.testing.assert_array_equal(out, want)
