@@ -1,0 +1,25 @@
+#!/bin/bash
+# On the lent GPU machine, second call: join TVM's two parts, then the suite's three models named for CUDA in
+# issue #6 on a CUDA target with TVM's default GPU schedules (DLight), each in its own time box, results to $OUT.
+exec > >(tee -a "$OUT/log.txt") 2>&1
+set -x
+date -u
+A=/tmp/dev/tvm.a; [ -f "$A" ] || A=.dev/a/tvm.a
+[ -f "$A" ] || { echo "part A missing: the machine went cold between the two calls"; exit 3; }
+mkdir -p /tmp/site
+cat "$A" .dev/b/tvm.b | xz -d -T0 | tar x -C /tmp/site || exit 4
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+CUDART=$(find / -xdev -name 'libcudart.so.13*' -not -path '/proc/*' 2>/dev/null | head -1)
+export LD_LIBRARY_PATH=$(dirname "$CUDART"):/tmp/site/tvm/lib:/tmp/site/tvm_ffi/lib:/usr/local/cuda/lib64:$LD_LIBRARY_PATH
+export PATH=/usr/local/cuda/bin:$PATH
+nvidia-smi -L
+python3 -c "import tvm; print(tvm.__version__, 'cuda', tvm.cuda(0).exist, tvm.cuda(0).compute_version)" || exit 5
+T='{"kind": "cuda", "arch": "sm_90"}'
+for spec in ${MODELS:-resnext50:110 inception_v3:130 nasnet_mobile:200}; do
+  m=${spec%%:*}; s=${spec##*:}
+  mkdir -p "$OUT/$m"
+  timeout "$s" python3 -m bench.run --target "$T" --models "$m" --rounds 9 --min-rounds 5 --model-budget-s 25 \
+     --readme no --results-dir "$OUT/$m" --work-dir /tmp/work
+  echo "exit $m: $?"
+done
+date -u
