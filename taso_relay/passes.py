@@ -108,7 +108,9 @@ class TASOOptimizer:
 
     target: where costs are measured (default: the target in scope, else llvm).
     cost, rules, time_limit, patience: for the search (`optimize_graph`; patience: expansions in a row
-      without a cheaper graph after which it stops, None never). With cost="tuned" (or a TunedCost) the
+      without a cheaper graph after which it stops, None never). A cost model given as an object is told
+      each function's module before the search (`set_module`, for opaque calls' PrimFuncs), so it serves
+      one pass at a time; its caches carry over between passes. With cost="tuned" (or a TunedCost) the
       analytic model of the tuning lowering searches, and the tuned model (each new kernel tuned with
       MetaSchedule into its database, then timed) decides which merges to keep and which graph to
       return; build the result with that database (`TunedCost.compile_tuned`). Its tuning time is
