@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from functools import lru_cache
 
-from ..graph import Graph
+from ..graph import Graph, Ref
 from ..graph.channel_shuffle import spell_channel_shuffles
 from ..graph.cse import merge_common_subexpressions
 from ..subst.apply import RewriteRejected, apply_many
@@ -67,6 +67,7 @@ def convert_layout(graph: Graph, layout: str = "nhwc", deadline: float | None = 
     changed = True
     while changed and len(trail) < limit and time.perf_counter() < deadline:
         changed = False
+        graph = _unshare_repeated_transposes(graph)
         for matcher in matchers:
             graph, steps = _all_at_once(graph, matcher, deadline, limit - len(trail))
             trail.extend(steps)
@@ -76,6 +77,26 @@ def convert_layout(graph: Graph, layout: str = "nhwc", deadline: float | None = 
     # block's branches, the model's input) one transpose serves them all
     graph, _ = merge_common_subexpressions(graph)
     return graph, trail, complete
+
+
+def _unshare_repeated_transposes(graph: Graph) -> Graph:
+    """A node that reads one transpose's result more than once (concat(q, q, q)) reads copies of it.
+
+    A rule's pattern nodes match distinct graph nodes, so the concat rules, whose pattern has one
+    transpose per input, left such a concat in NCHW between two transposes. The copies are one
+    value computed alike: the conversion's closing merge of common subexpressions joins what is left
+    of them."""
+    nodes = list(graph.nodes)
+    for i, node in enumerate(graph.nodes):
+        inputs, seen = list(node.inputs), set()
+        for k, ref in enumerate(inputs):
+            if ref in seen and graph.nodes[ref.node].op == "transpose":
+                nodes.append(graph.nodes[ref.node])
+                inputs[k] = Ref(len(nodes) - 1, ref.index)
+            seen.add(ref)
+        if tuple(inputs) != node.inputs:
+            nodes[i] = type(node)(node.op, node.attrs, tuple(inputs), node.types)
+    return graph if len(nodes) == len(graph.nodes) else graph.rebuilt(nodes, graph.outputs)
 
 
 def _all_at_once(graph: Graph, matcher: Matcher, deadline: float, limit: int):

@@ -134,6 +134,24 @@ def test_concats_wider_than_the_direct_rules_are_taken_apart_and_put_back_in_nhw
     np.testing.assert_allclose(evaluate(converted, feeds)[0], evaluate(g, feeds)[0], rtol=1e-5, atol=1e-5)
 
 
+def test_a_concat_of_one_value_repeated_is_converted_too():
+    """torch.cat([h, h, h], 1): the concat rules' one transpose per input needs one per operand."""
+    rng = np.random.default_rng(12)
+    b = GraphBuilder()
+    w1 = b.weight("w1", (4, 3, 3, 3), value=(rng.standard_normal((4, 3, 3, 3)) / 3).astype("float32"))
+    w2 = b.weight("w2", (5, 12, 1, 1), value=(rng.standard_normal((5, 12, 1, 1)) / 3).astype("float32"))
+    h = b.op("relu", b.op("conv2d", b.input("x", (1, 3, 6, 5)), w1, padding=(1, 1, 1, 1)))
+    g = b.build([b.op("conv2d", b.op("concat", h, h, h, axis=1), w2)])
+    converted, trail, complete = convert_layout(g)
+    assert complete and layouts(converted) == Counter({"NHWC": 2})
+    assert Counter(m.rule.id for m, _ in trail)["l-concat3"] == 1
+    assert len(activation_transposes(converted)) == 2  # the input's and the output's
+    (cat,) = [n for n in converted.nodes if n.op == "concat"]
+    assert cat.attr("axis") == 3 and len(set(cat.inputs)) == 1  # the copies merged again
+    feeds = random_feeds(g, np.random.default_rng(13))
+    np.testing.assert_allclose(evaluate(converted, feeds)[0], evaluate(g, feeds)[0], rtol=1e-5, atol=1e-5)
+
+
 def shufflenet_unit(second_reader=None):
     """ShuffleNetV2's unit: half the channels through conv, depthwise conv, conv, concatenated with the other
     half, then the channel shuffle as exports spell it (reshape, transpose, reshape)."""
