@@ -1,13 +1,13 @@
 #!/bin/bash
-# On the lent GPU machine, second call: join TVM's two parts, then the suite's three models named for CUDA in
-# issue #6 on a CUDA target with TVM's default GPU schedules (DLight), each in its own time box, results to $OUT.
+# On the lent GPU machine (one call, carry [".dev"]): unpack TVM and the rules, then the suite's three models
+# named for CUDA in issue #6 on a CUDA target with TVM's default GPU schedules (DLight), each in its own
+# time box; results to $OUT (log.txt, and a JSON and chart per model).
 exec > >(tee -a "$OUT/log.txt") 2>&1
 set -x
 date -u
-A=/tmp/dev/tvm.a; [ -f "$A" ] || A=.dev/a/tvm.a
-[ -f "$A" ] || { echo "part A missing: the machine went cold between the two calls"; exit 3; }
 mkdir -p /tmp/site
-cat "$A" .dev/b/tvm.b | xz -d -T0 | tar x -C /tmp/site || exit 4
+xz -d < .dev/tvm.tar.xz | tar x -C /tmp/site || exit 4
+xz -d < .dev/rules.tar.xz | tar x || exit 4  # rules/ in the repository's root, where the package reads it
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 CUDART=$(find / -xdev -name 'libcudart.so.13*' -not -path '/proc/*' 2>/dev/null | head -1)
 export LD_LIBRARY_PATH=$(dirname "$CUDART"):/tmp/site/tvm/lib:/tmp/site/tvm_ffi/lib:/usr/local/cuda/lib64:$LD_LIBRARY_PATH
