@@ -58,8 +58,14 @@ CREATE TABLE IF NOT EXISTS stamps (
 """
 KEY = ("target", "device", "method", "workload")
 COLUMNS = KEY + ("label", "seconds", "std", "repeats", "measured_at", "tvm_version")
-SELECT = (f"SELECT {', '.join('c.' + c for c in COLUMNS)}, s.contention FROM costs c LEFT JOIN stamps s ON "
-          + " AND ".join(f"s.{c} = c.{c}" for c in KEY + ("measured_at",)))
+# Files written by the package's first stamped version hold the stamp in a column of `costs` instead:
+# read there where `stamps` has none (that version may still be writing them).
+STAMP, OLD_STAMP = "s.contention", "COALESCE(s.contention, c.contention)"
+
+
+def select(stamp: str = STAMP) -> str:
+    return (f"SELECT {', '.join('c.' + c for c in COLUMNS)}, {stamp} FROM costs c LEFT JOIN stamps s ON "
+            + " AND ".join(f"s.{c} = c.{c}" for c in KEY + ("measured_at",)))
 CORRUPT_MARKERS = ("not a database", "malformed", "file is encrypted", "disk image", "unsupported file format",
                    "database corrupt")
 
@@ -129,6 +135,7 @@ class CostCache:
         self.timeout = timeout
         self._conn: sqlite3.Connection | None = None
         self._pid = -1
+        self._select = select()
         self._lock = threading.RLock()
 
     # ---- connection and recovery -------------------------------------------------------
@@ -143,6 +150,8 @@ class CostCache:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.executescript(SCHEMA)
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(costs)")}
+            self._select = select(OLD_STAMP if "contention" in columns else STAMP)
             row = conn.execute("PRAGMA quick_check").fetchone()
             if row is None or row[0] != "ok":
                 raise sqlite3.DatabaseError(f"database disk image is malformed (quick_check: {row})")
@@ -229,7 +238,7 @@ class CostCache:
                 chunk = keys[start:start + 500]
                 marks = ",".join("?" * len(chunk))
                 rows = conn.execute(
-                    f"{SELECT} WHERE c.target=? AND c.device=? AND c.method=? AND c.workload IN ({marks})",
+                    f"{self._select} WHERE c.target=? AND c.device=? AND c.method=? AND c.workload IN ({marks})",
                     (target, device, method, *chunk)).fetchall()
                 for row in rows:
                     e = Entry(*row)
@@ -247,10 +256,10 @@ class CostCache:
     def put_many(self, rows: Iterable[tuple], keep_faster: bool = False) -> None:
         """rows: (target, device, method, workload, seconds, std, repeats, label[, contention]).
 
-        keep_faster: a row that holds a faster time keeps it, read and written in one transaction so
-        that two processes timing the same kernel again cannot replace each other's faster time. The
-        kept time takes the new stamp: a time taken on contended CPUs that a later timing does not
-        beat was not slowed by the contention.
+        keep_faster: a row that holds a faster time keeps it (with when and by which TVM it was
+        measured), read and written in one transaction so that two processes timing the same kernel
+        again cannot replace each other's faster time. The kept time takes the new stamp: a time taken
+        on contended CPUs that a later timing does not beat was not slowed by the contention.
         """
         version = tvm_version()
         now = time.time()
@@ -263,25 +272,29 @@ class CostCache:
         def write(conn):
             conn.execute("BEGIN IMMEDIATE")
             try:
+                rows = [list(row) for row in data]  # a retry after recovery starts from the new timings
                 if keep_faster:
-                    for row in data:
-                        old = conn.execute("SELECT seconds, std, repeats FROM costs WHERE target=? AND device=? "
-                                           "AND method=? AND workload=?", row[:4]).fetchone()
+                    for row in rows:
+                        old = conn.execute("SELECT seconds, std, repeats, measured_at, tvm_version FROM costs "
+                                           "WHERE target=? AND device=? AND method=? AND workload=?",
+                                           row[:4]).fetchone()
                         if old is not None and old[0] < row[5]:
-                            row[5:8] = old
+                            row[5:10] = old
                 conn.executemany(f"INSERT OR REPLACE INTO costs ({', '.join(COLUMNS)}) VALUES "
-                                 f"({','.join('?' * len(COLUMNS))})", [row[:10] for row in data])
+                                 f"({','.join('?' * len(COLUMNS))})", [row[:10] for row in rows])
                 conn.executemany("INSERT OR REPLACE INTO stamps VALUES (?, ?, ?, ?, ?, ?)",
-                                 [row[:4] + row[8:9] + row[10:] for row in data])
+                                 [row[:4] + row[8:9] + row[10:] for row in rows])
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:  # SQLite ends it itself on some errors (a full disk)
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
                 raise
 
         self._run(write)
 
     def entries(self, target: str | None = None, method: str | None = None) -> list[Entry]:
-        sql, args = SELECT, []
+        sql, args = "", []
         where = []
         if target is not None:
             where.append("c.target = ?")
@@ -292,7 +305,8 @@ class CostCache:
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY c.measured_at"
-        return self._run(lambda conn: [Entry(*row) for row in conn.execute(sql, args).fetchall()])
+        # the select is the connection's (which column holds the stamp), known once it is open
+        return self._run(lambda conn: [Entry(*row) for row in conn.execute(self._select + sql, args).fetchall()])
 
     def __bool__(self) -> bool:  # an empty cache is still a cache
         return True

@@ -43,21 +43,31 @@ def _psi_files() -> list[Path]:
     return files + [PSI_CPU]
 
 
-def _psi_field(field: str) -> float | None:
-    """A field of the first readable pressure file's "some" line, as a number (None without PSI)."""
-    for path in _psi_files():
-        try:
-            for line in path.read_text().splitlines():
-                if line.startswith("some "):
-                    return float(dict(kv.split("=", 1) for kv in line.split()[1:])[field])
-        except (OSError, ValueError, KeyError):
-            continue
+def _read_field(path: Path, field: str) -> float | None:
+    """A field of a pressure file's "some" line, as a number (None where it cannot be read)."""
+    try:
+        for line in path.read_text().splitlines():
+            if line.startswith("some "):
+                return float(dict(kv.split("=", 1) for kv in line.split()[1:])[field])
+    except (OSError, ValueError, KeyError):
+        pass
     return None
 
 
-def _stall_seconds() -> float | None:
-    """Seconds, since boot, in which some runnable task waited for a CPU (None without PSI)."""
-    total = _psi_field("total")  # microseconds
+def _psi_path() -> Path | None:
+    """The first pressure file that can be read (None without PSI)."""
+    return next((p for p in _psi_files() if _read_field(p, "total") is not None), None)
+
+
+def _psi_field(field: str) -> float | None:
+    path = _psi_path()
+    return _read_field(path, field) if path is not None else None
+
+
+def _stall_seconds(path: Path | None = None) -> float | None:
+    """Seconds, since boot, in which some runnable task waited for a CPU, from `path` (default: the
+    first readable pressure file; None without PSI)."""
+    total = _psi_field("total") if path is None else _read_field(path, "total")  # microseconds
     return total / 1e6 if total is not None else None
 
 
@@ -90,12 +100,14 @@ class Window:
     share: float | None = None
 
     def __enter__(self) -> "Window":
-        self._stall, self._start = _stall_seconds(), time.perf_counter()
+        self._path = _psi_path()  # both ends read one file: a cgroup's total and the machine's do not subtract
+        self._stall = _stall_seconds(self._path) if self._path is not None else None
+        self._start = time.perf_counter()
         return self
 
     def __exit__(self, *exc) -> None:
         wall = time.perf_counter() - self._start
-        stall = _stall_seconds()
+        stall = _stall_seconds(self._path) if self._path is not None else None
         if self._stall is not None and stall is not None and wall > 0:
             self.share = min(1.0, (stall - self._stall) / wall)
         else:

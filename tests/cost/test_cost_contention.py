@@ -54,6 +54,23 @@ def test_pressure_is_read_from_this_process_cgroup_before_the_machine(tmp_path, 
     assert contention.now() == pytest.approx(0.9)
 
 
+def test_a_window_reads_both_ends_from_one_pressure_file(tmp_path, monkeypatch):
+    """A cgroup's file that stops being readable mid-window must not be subtracted from the machine's total."""
+    mine, machine = tmp_path / "cgroup", tmp_path / "machine"
+    mine.write_text(PSI.format(avg10=0.0, total=5_000_000))
+    machine.write_text(PSI.format(avg10=0.0, total=900_000_000))
+    monkeypatch.setattr(contention, "_psi_files", lambda: [mine, machine])
+    monkeypatch.setattr(contention, "_load_share", lambda: 0.125)
+    clock = iter([1.0, 2.0, 3.0, 4.0])
+    monkeypatch.setattr(contention.time, "perf_counter", lambda: next(clock))
+    with contention.Window() as w:
+        mine.unlink()
+    assert w.share == 0.125  # the load average stands in, not (900 s - 5 s) of stall in one second
+    with contention.Window() as w2:
+        pass
+    assert w2.share == 0.0  # the machine's file, read at both ends
+
+
 @pytest.mark.parametrize("value, trusted", [("1", True), ("yes", True), ("true", True), ("0", False),
                                             ("false", False), ("False", False), ("off", False), ("", False)])
 def test_trust_cache_reads_the_variable_as_a_flag(value, trusted, monkeypatch):
@@ -95,6 +112,33 @@ def test_a_cache_file_written_before_the_stamp_is_read_and_extended(tmp_path):
     assert [e.workload for e in cache.entries()] == ["w0", "w1"]
 
 
+def test_stamps_that_the_first_stamped_version_kept_in_the_costs_table_are_read(tmp_path):
+    """That version added a contention column to `costs` (and may still be writing it)."""
+    path = tmp_path / "b6c.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute(OLD_COSTS)
+    conn.execute("ALTER TABLE costs ADD COLUMN contention REAL")
+    conn.execute("INSERT INTO costs VALUES ('T', 'local', 'm', 'w0', 'conv', 0.4, 0, 3, 0, '', 0.97)")
+    conn.commit()
+    conn.close()
+    cache = CostCache(path)
+    assert cache.get("T", "local", "m", "w0").contention == 0.97  # contended: timed again once quiet
+    cache.put("T", "local", "m", "w0", 0.004, contention=0.0)
+    assert cache.get("T", "local", "m", "w0").contention == 0.0
+    assert [e.contention for e in cache.entries()] == [0.0]
+
+
+def test_a_full_disk_is_reported_as_such(tmp_path):
+    """SQLite ends the transaction itself there: no second error about a rollback hides the first."""
+    cache = CostCache(tmp_path / "full.sqlite")
+    cache.put("T", "local", "m", "w0", 1.0)
+    conn = cache._connection()
+    conn.execute(f"PRAGMA max_page_count={conn.execute('PRAGMA page_count').fetchone()[0]}")
+    with pytest.raises(sqlite3.OperationalError, match="full"):
+        cache.put_many([("T", "local", "m", f"w{i}" * 50, 1.0, 0, 1, "x" * 500) for i in range(200)])
+    assert not conn.in_transaction
+
+
 def test_code_from_before_the_stamp_still_reads_and_writes_a_stamped_file(tmp_path):
     """An older install sharing the cache file reads rows positionally: the costs table keeps its ten columns."""
     path = tmp_path / "shared.sqlite"
@@ -118,13 +162,39 @@ def test_keeping_the_faster_time_reads_and_writes_in_one_transaction(tmp_path):
     first.put("T", "local", "m", "w", 0.010, contention=0.8)
     # two processes read the contended time, then both time the kernel again; the faster lands first
     first.put("T", "local", "m", "w", 0.002, std=0.1, repeats=7, contention=0.0, keep_faster=True)
+    kept_at = first.get("T", "local", "m", "w").measured_at
     second.put("T", "local", "m", "w", 0.003, std=0.2, repeats=5, contention=0.1, keep_faster=True)
     entry = CostCache(path).get("T", "local", "m", "w")
     assert (entry.seconds, entry.std, entry.repeats) == (0.002, 0.1, 7)
     assert entry.contention == 0.1  # the later, slower timing vouches that the kept time was not inflated
+    assert entry.measured_at == kept_at  # still dated when it was taken
     second.put("T", "local", "m", "w", 0.005, contention=0.0)  # a plain put replaces
     assert CostCache(path).get("T", "local", "m", "w").seconds == 0.005
     assert second.clear() == 1 and CostCache(path).get("T", "local", "m", "w") is None
+
+
+def test_a_slower_timing_cannot_overwrite_a_faster_one_written_while_it_read(tmp_path):
+    """Process A reads the contended time and stalls before writing its slower one; B writes a faster one
+    meanwhile; A must not replace it."""
+    import threading
+
+    path = tmp_path / "race.sqlite"
+    CostCache(path).put("T", "local", "m", "w", 0.010, contention=0.8)
+    slow, fast = CostCache(path, timeout=10), CostCache(path, timeout=10)
+    reading = threading.Event()
+
+    def stall(statement):
+        if statement.startswith("INSERT OR REPLACE INTO costs"):  # A has read 0.010 and keeps its 0.003
+            reading.set()
+            time.sleep(0.4)  # B tries to write now
+
+    slow._connection().set_trace_callback(stall)
+    a = threading.Thread(target=slow.put, args=("T", "local", "m", "w", 0.003), kwargs={"keep_faster": True})
+    a.start()
+    assert reading.wait(5)
+    fast.put("T", "local", "m", "w", 0.002, keep_faster=True)  # waits for A's transaction to end
+    a.join()
+    assert CostCache(path).get("T", "local", "m", "w").seconds == 0.002
 
 
 class ScriptedRunner:
@@ -181,7 +251,7 @@ def test_the_local_runner_stamps_each_timing_with_its_window(target, monkeypatch
     from taso_relay.cost.measured import MeasuredCost
 
     stalls = iter([100.0, 160.0])  # a minute of stall within one timing: wholly contended
-    monkeypatch.setattr(contention, "_stall_seconds", lambda: next(stalls))
+    monkeypatch.setattr(contention, "_stall_seconds", lambda path=None: next(stalls))
     m = MeasuredCost(target, cache=False)
     (kernel,) = m.kernels(cost_graphs.conv_bias_relu(c=4, hw=4))
     timing = m.measure_kernel(kernel)
