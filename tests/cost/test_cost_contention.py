@@ -4,6 +4,7 @@ from __future__ import annotations
 import sqlite3
 import time
 
+import numpy as np
 import pytest
 
 import cost_graphs
@@ -256,3 +257,22 @@ def test_the_local_runner_stamps_each_timing_with_its_window(target, monkeypatch
     (kernel,) = m.kernels(cost_graphs.conv_bias_relu(c=4, hw=4))
     timing = m.measure_kernel(kernel)
     assert timing.median > 0 and timing.contention == 1.0
+
+
+@pytest.mark.parametrize("device, stamped", [("cpu", True), ("cuda", False)])
+def test_only_cpu_timings_are_stamped(device, stamped, monkeypatch):
+    """A GPU kernel's time does not hinge on CPU pressure: busy CPUs must not send it to be timed again."""
+    import tvm
+
+    from taso_relay.cost import runner
+    from taso_relay.cost.runner import LocalRunner, Timing
+
+    monkeypatch.setattr(tvm.relax, "VirtualMachine", lambda executable, dev: None)
+    monkeypatch.setattr(tvm.runtime, "tensor", lambda array, dev: array)  # no GPU needed to place inputs
+    monkeypatch.setattr(runner, "time_vm", lambda vm, dev, args, settings: Timing(1e-3, 0.0, (1e-3,)))
+    monkeypatch.setattr(contention, "_stall_seconds", lambda path=None: 0.0)
+    monkeypatch.setattr(contention, "_load_share", lambda: 0.5)
+    monkeypatch.setattr(contention, "_psi_path", lambda: None)  # the load average: half a core waiting
+    timing = LocalRunner(device=device).time(None, [np.zeros(2, "float32")])
+    assert timing.median == 1e-3 and (timing.contention == 0.5) is stamped
+    assert stamped or timing.contention is None
