@@ -220,7 +220,10 @@ def _take(call) -> Reading:
     shape = static_shape(x.ty)
     if not isinstance(indices, Constant):
         raise Unsupported("take with indices known only at run time")
-    index = indices.value.numpy()
+    try:
+        index = np.asarray(indices.value.numpy())
+    except Exception as exc:  # noqa: BLE001 - a constant of another kind: left opaque, never a failed import
+        raise Unsupported(f"take with indices that are not a tensor constant ({type(exc).__name__})") from exc
     if not np.issubdtype(index.dtype, np.integer) or index.size == 0:
         raise Unsupported(f"take with {index.dtype} indices of shape {index.shape}")
     if call.attrs.axis is None:

@@ -66,6 +66,8 @@ STAMP, OLD_STAMP = "s.contention", "COALESCE(s.contention, c.contention)"
 def select(stamp: str = STAMP) -> str:
     return (f"SELECT {', '.join('c.' + c for c in COLUMNS)}, {stamp} FROM costs c LEFT JOIN stamps s ON "
             + " AND ".join(f"s.{c} = c.{c}" for c in KEY + ("measured_at",)))
+
+
 CORRUPT_MARKERS = ("not a database", "malformed", "file is encrypted", "disk image", "unsupported file format",
                    "database corrupt")
 

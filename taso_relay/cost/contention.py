@@ -64,10 +64,9 @@ def _psi_field(field: str) -> float | None:
     return _read_field(path, field) if path is not None else None
 
 
-def _stall_seconds(path: Path | None = None) -> float | None:
-    """Seconds, since boot, in which some runnable task waited for a CPU, from `path` (default: the
-    first readable pressure file; None without PSI)."""
-    total = _psi_field("total") if path is None else _read_field(path, "total")  # microseconds
+def _stall_seconds(path: Path) -> float | None:
+    """Seconds, since boot, in which some runnable task waited for a CPU, from the pressure file `path`."""
+    total = _read_field(path, "total")  # microseconds
     return total / 1e6 if total is not None else None
 
 

@@ -138,7 +138,7 @@ class MeasuredCost(KernelCostModel):
         self.compiles = 0  # kernels compiled by this instance
         self.measurements = 0  # kernels timed by this instance
         self.failures: list[tuple[str, str]] = []  # (kernel label, error) of kernels that failed to build
-        self._quiet = False  # set per batch: contended cached times are measured again
+        self._quiet: bool | None = None  # per batch, read at its first contended entry: then measured again
 
     @property
     def method(self) -> str:
@@ -166,7 +166,7 @@ class MeasuredCost(KernelCostModel):
         costs: list[float | None] = [None] * len(kernels)
         hits = self._cached(lambda c: c.get_many(self.target_key, self.device, self.method,
                                                  [k.key for k in kernels]), {})
-        self._quiet = self.device == "local" and _quiet_now()
+        self._quiet = None
         todo = []
         for i, k in enumerate(kernels):
             entry = hits.get(k.key)
@@ -185,7 +185,11 @@ class MeasuredCost(KernelCostModel):
 
     def _trusted(self, entry) -> bool:
         """A cached time is used unless it was taken on contended CPUs and they are quiet now."""
-        return entry is not None and not (self._quiet and contended(entry.contention))
+        if entry is None or not contended(entry.contention):
+            return entry is not None
+        if self._quiet is None:  # the pressure files are read only where a cached time was contended
+            self._quiet = self.device == "local" and _quiet_now()
+        return not self._quiet
 
     def _bar_label(self) -> str:
         return "measuring kernels"

@@ -50,7 +50,7 @@ def test_pressure_is_read_from_this_process_cgroup_before_the_machine(tmp_path, 
     mine = tmp_path / "cg" / "unified" / "jobs" / "this" / "cpu.pressure"
     mine.parent.mkdir(parents=True)
     mine.write_text(PSI.format(avg10=3.0, total=2_000_000))
-    assert contention.now() == pytest.approx(0.03) and contention._stall_seconds() == 2.0
+    assert contention.now() == pytest.approx(0.03) and contention._stall_seconds(contention._psi_path()) == 2.0
     mine.write_text("some garbage\n")  # unreadable: the next file
     assert contention.now() == pytest.approx(0.9)
 
@@ -234,6 +234,12 @@ def test_a_time_taken_on_contended_cpus_is_measured_again_once_they_are_quiet(tm
     (entry,) = CostCache(path).entries()
     assert entry.contention == 0.0
 
+    def unread():
+        raise AssertionError("the CPUs' pressure is read only for a contended cached time")
+
+    monkeypatch.setattr(measured, "_quiet_now", unread)
+    assert measured.MeasuredCost(target, cache=path, runner=ScriptedRunner()).graph_cost(graph) == 0.002
+
 
 def test_measured_again_a_contended_time_keeps_the_faster_of_the_two(tmp_path, target, monkeypatch):
     from taso_relay.cost import measured
@@ -252,7 +258,7 @@ def test_the_local_runner_stamps_each_timing_with_its_window(target, monkeypatch
     from taso_relay.cost.measured import MeasuredCost
 
     stalls = iter([100.0, 160.0])  # a minute of stall within one timing: wholly contended
-    monkeypatch.setattr(contention, "_stall_seconds", lambda path=None: next(stalls))
+    monkeypatch.setattr(contention, "_stall_seconds", lambda path: next(stalls))
     m = MeasuredCost(target, cache=False)
     (kernel,) = m.kernels(cost_graphs.conv_bias_relu(c=4, hw=4))
     timing = m.measure_kernel(kernel)
@@ -270,7 +276,6 @@ def test_only_cpu_timings_are_stamped(device, stamped, monkeypatch):
     monkeypatch.setattr(tvm.relax, "VirtualMachine", lambda executable, dev: None)
     monkeypatch.setattr(tvm.runtime, "tensor", lambda array, dev: array)  # no GPU needed to place inputs
     monkeypatch.setattr(runner, "time_vm", lambda vm, dev, args, settings: Timing(1e-3, 0.0, (1e-3,)))
-    monkeypatch.setattr(contention, "_stall_seconds", lambda path=None: 0.0)
     monkeypatch.setattr(contention, "_load_share", lambda: 0.5)
     monkeypatch.setattr(contention, "_psi_path", lambda: None)  # the load average: half a core waiting
     timing = LocalRunner(device=device).time(None, [np.zeros(2, "float32")])
