@@ -24,6 +24,7 @@ from tvm import relax
 from .bridge import execute
 from .bridge.from_relax import Imported, function_name, graph_from_function
 from .bridge.to_relax import function_from_graph, module_from_graph
+from .cost.lowering import reusing_lowerings
 from .graph import Graph, NotModelled, blas_on_free_cores, evaluate, random_feeds
 from .guard import check_region
 from .search import CONTEST_GAIN, DEFAULT_PATIENCE, DEFAULT_TIME_LIMIT, optimize  # 8 s: under the 10 s target
@@ -247,8 +248,8 @@ class TASOOptimizer:
         start = time.perf_counter()
         result = func
         try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
+            with warnings.catch_warnings(record=True) as caught, reusing_lowerings():
+                warnings.simplefilter("always")  # (a tuned speed check lowers what its tuning lowered)
                 result = self._transform(func, mod, report)
             for w in caught:
                 report.warnings.append(str(w.message))
@@ -639,13 +640,14 @@ def taso_pipeline(target=None, cost=None, time_limit: float = DEFAULT_TIME_LIMIT
         where = target or tvm.target.Target.current(allow_none=True)  # tvm.compile's target: costs measured there
         taso = TASOPass(target=where, cost=cost, time_limit=time_limit, rules=rules, check=check,
                         verify_speed=verify_speed, layout=layout)
-        mod = taso(mod)
-        model = taso.cost_model()
-        if callable(getattr(model, "tune_modules", None)):
-            from .cost.lowering import lower
-            where = getattr(model, "target", None) or where
-            mod = lower(mod, where, model.tune_modules([mod]), "tuning")
-            return _build_pipeline(where)(mod)  # what tvm.compile runs after it, as in TunedCost.compile_tuned
+        with reusing_lowerings():  # the speed check's lowering of the result, tuning's and the build's: one
+            mod = taso(mod)
+            model = taso.cost_model()
+            if callable(getattr(model, "tune_modules", None)):
+                from .cost.lowering import lower
+                where = getattr(model, "target", None) or where
+                mod = lower(mod, where, model.tune_modules([mod]), "tuning")
+                return _build_pipeline(where)(mod)  # what tvm.compile runs after it, as in TunedCost.compile_tuned
         return _default_pipeline(where)(mod)
 
     return _pipeline

@@ -97,12 +97,13 @@ class SharedTuning:
         self.trials_per_task = trials_per_task
 
     def build(self, mod):
-        from taso_relay.cost.lowering import lower
+        from taso_relay.cost.lowering import lower, reusing_lowerings
         t0 = time.perf_counter()
         before = self.model.tunings
-        self.model.tune_module(mod)
-        tuned_s = time.perf_counter() - t0
-        lowered = lower(mod, self.model.target, self.model.database(), "tuning")
+        with reusing_lowerings():  # tuning lowers the model to find its kernels: the build reuses that
+            self.model.tune_module(mod)
+            tuned_s = time.perf_counter() - t0
+            lowered = lower(mod, self.model.target, self.model.database(), "tuning")
         kernels = _count_kernels(lowered)
         ex = tvm.compile(lowered, target=self.model.target)
         return ex, {

@@ -40,6 +40,14 @@ def tune(mod, target, trials: int, work_dir: Path, max_trials_per_task: int | No
             return pipeline(mod)
 
 
+def with_judge_schedules(mod, judge, database):
+    """`mod` lowered with the judge's schedules: static_shape_tuning's passes with no trials (what `tune`
+    does with trials=0), from the lowering the judge's tuning made when inside reusing_lowerings."""
+    from ..cost.lowering import lower
+
+    return lower(mod, judge.target, database, "tuning")
+
+
 def tuning_records(work_dir: Path) -> int:
     """Number of tuning records MetaSchedule keeps in work_dir (0 when there is no database)."""
     path = Path(work_dir) / "database_tuning_record.json"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import common
-from .build import add_tuning_arguments, optimized_module, tune, tuning_records
+from .build import add_tuning_arguments, optimized_module, tune, tuning_records, with_judge_schedules
 from .report import changed
 
 
@@ -48,7 +48,7 @@ def run_compile(args) -> int:
     import tvm
 
     from ..bridge.execute import stderr_silenced
-    from ..cost.lowering import compile_module
+    from ..cost.lowering import compile_module, reusing_lowerings
     from ..onnx_io.export import onnx_index_bounds
 
     out = common.output_path(args.output)
@@ -65,7 +65,7 @@ def run_compile(args) -> int:
     n_steps = 3 + (not args.no_taso) + tuning
     # the speed check builds as this build does: TVM's default lowering, or the judge's schedules
     args.keep_build = not tuning or (judged and not args.trials)
-    with common.steps_for(args, n_steps) as steps:
+    with common.steps_for(args, n_steps) as steps, reusing_lowerings():  # tuning's lowering, then the build's
         prepared, mod, taso, pass_warnings = optimized_module(args, target, steps)
         report = taso.report if taso is not None else {}
         executable = None  # the speed check's executable of `mod`, when it is what this build would make
@@ -77,9 +77,10 @@ def run_compile(args) -> int:
                 database = judge.tune_modules([mod])
                 if judge.tunings == tuned_before:  # no new schedule since the speed check built `mod`
                     executable = taso.take_build(mod, target, "tuning", database)
+                if executable is None:  # static_shape_tuning's passes with no trials, on the lowering tuning made
+                    mod = with_judge_schedules(mod, judge, database)
             else:
                 steps.step(f"tuning ({args.trials} trials)" if args.trials else "applying tuning records")
-            if executable is None:
                 mod = tune(mod, target, args.trials, work_dir, args.max_trials_per_task, verbose=args.verbose)
         elif taso is not None:
             executable = taso.take_build(mod, target)

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from .cache import file_lock
 from .kernel import Kernel
-from .lowering import LOWERING_IDS, lower, open_database, target_key
+from .lowering import LOWERING_IDS, lower, open_database, reusing_lowerings, target_key
 from .measured import MeasuredCost, kernel_module
 from .paths import default_tuning_dir
 from .progress import progress
@@ -247,9 +247,11 @@ class TunedCost(MeasuredCost):
         import tvm
 
         mod, inputs = kernel_module(kernel, self.seed, self.opaque)
-        database = self.tune_module(mod)
+        with reusing_lowerings():  # tuning lowered it to find its kernel
+            database = self.tune_module(mod)
+            lowered = lower(mod, self.target, database, "tuning")
         self.compiles += 1
-        return tvm.compile(lower(mod, self.target, database, "tuning"), self.target), inputs
+        return tvm.compile(lowered, self.target), inputs
 
     def compile_tuned(self, mod):
         """Compile a whole model with the schedules in this model's database (tunes nothing)."""

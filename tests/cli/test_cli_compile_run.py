@@ -171,8 +171,8 @@ def test_tuned_compile_takes_the_speed_checked_build_unless_tuned_since(cli, sma
     monkeypatch.setattr(TunedCost, "tune_modules", fake_tuning)
     _rewrite_adds(monkeypatch)
     built, rebuilt = _whole_model_builds(monkeypatch), []
-    real_tune = compile_command.tune
-    monkeypatch.setattr(compile_command, "tune", lambda mod, *a, **k: rebuilt.append(mod) or real_tune(mod, *a, **k))
+    real = compile_command.with_judge_schedules
+    monkeypatch.setattr(compile_command, "with_judge_schedules", lambda mod, *a: rebuilt.append(mod) or real(mod, *a))
     lib = tmp_path / "model.so"
     status, out, err = cli("compile", small, "-o", lib, "--cost", "tuned", "--max-trials-per-task", "16")
     assert status == 0, err

@@ -70,13 +70,14 @@ def test_compile_with_a_tuned_judge_builds_from_its_database(cli, small, tmp_pat
         calls.append((self.work_dir, self.trials, mods, self))
         return self.database()
 
-    def build_tuned(mod, target, trials, work_dir, *args, **kwargs):
-        built.append((mod, trials, work_dir))
-        return real_tune(mod, target, trials, work_dir, *args, **kwargs)
+    def build_tuned(mod, judge, database):
+        built.append((mod, judge, database))
+        return real_build(mod, judge, database)
 
-    real_tune = compile_command.tune
+    real_build = compile_command.with_judge_schedules
     monkeypatch.setattr(TunedCost, "tune_modules", record)
-    monkeypatch.setattr(compile_command, "tune", build_tuned)
+    monkeypatch.setattr(compile_command, "with_judge_schedules", build_tuned)
+    monkeypatch.setattr(compile_command, "tune", lambda *a, **k: pytest.fail("tuned with static_shape_tuning"))
     # Where the search changed the model in its 2 s, the speed check built it with this database and the
     # compile takes that build (test_cli_compile_run.py); here the compile's own build is what is checked.
     monkeypatch.setattr(TASOOptimizer, "take_build", lambda self, *args, **kwargs: None)
@@ -85,8 +86,9 @@ def test_compile_with_a_tuned_judge_builds_from_its_database(cli, small, tmp_pat
                          "--max-trials-per-task", "16")
     assert status == 0, err
     meta = json.loads((tmp_path / "small.so.json").read_text())
-    (final, trials, work_dir), = built
-    assert trials == 0 and work_dir == compile_command.judge_database(common.parse_target(None))  # records applied
+    (final, judge, database), = built
+    work_dir = judge.work_dir
+    assert database is not None and work_dir == compile_command.judge_database(common.parse_target(None))
     assert str(work_dir).startswith(str(tmp_path / "cache"))  # the shared database, not one per library
     assert meta["tuning"]["work_dir"] == str(work_dir) and meta["tuning"]["trials_per_kernel"] == 16
     assert calls[-1][0] == work_dir and calls[-1][1] == 16 and calls[-1][2] == [final]  # the module built
