@@ -58,7 +58,7 @@ class FunctionReport:
     seconds: float = 0.0
     warnings: list = field(default_factory=list)  # something to look into: a numeric refusal, an error
     notes: list = field(default_factory=list)  # decisions that are the pass working: a rewrite not measured faster
-    folded: bool = False  # the graph was read after FoldConstant (the function binds shape values)
+    folded: str = ""  # the function binds shape values, folded before it was read: "numpy" or "FoldConstant"
     search: object = None  # search.SearchReport: rewrites applied, cost before/after, search time
     graph_before: object = None
     graph_after: object = None
@@ -93,7 +93,7 @@ class FunctionReport:
         opaque = f"{self.opaque} opaque" + (f": {kinds}" if kinds else "")
         line = f"{self.name}: {self.status}, {ops} ops ({opaque}), {self.seconds:.3f} s"
         if self.folded:
-            line += "\n  read after FoldConstant: the function binds shape values (R.shape_of)"
+            line += f"\n  read with its shape values (R.shape_of) folded to constants by {self.folded}"
         if self.search is not None:
             line += "\n  " + self.search.to_text().replace("\n", "\n  ")
         if self.check:

@@ -35,7 +35,7 @@ class NothingToDo(Unsupported):
 class Imported(NamedTuple):
     graph: Graph
     signature: Signature
-    folded: bool = False  # read from the function after FoldConstant (shapes_folded)
+    folded: str = ""  # how its shape values were folded before it was read (shapes_folded): "numpy", "FoldConstant"
 
 
 @dataclass(frozen=True)
@@ -53,14 +53,14 @@ def function_name(func, default: str = "main") -> str:
 def graph_from_function(func, name: str | None = None, mod=None) -> Imported | None:
     """The graph of `func`, or None with a warning when the function must stay unchanged.
 
-    A function that binds shape values is imported once more after FoldConstant (`shapes_folded`);
+    A function that binds shape values is imported once more with them folded (`shapes_folded`);
     `mod` supplies the PrimFuncs its call_tir calls, which folding may evaluate."""
     name = name or function_name(func)
     reason = None
-    for source in _as_given_then_folded(func, name, mod):
+    for source, how in _as_given_then_folded(func, name, mod):
         try:
             imported = import_function(source, name, mod)
-            return imported._replace(folded=source is not func)
+            return imported._replace(folded=how)
         except NothingToDo:
             return None
         except Unsupported as exc:
@@ -70,14 +70,14 @@ def graph_from_function(func, name: str | None = None, mod=None) -> Imported | N
 
 
 def _as_given_then_folded(func, name: str, mod):
-    yield func
+    yield func, ""
     folded = shapes_folded(func, name, mod)  # only once the function as given has failed
     if folded is not None:
         yield folded
 
 
 def shapes_folded(func, name: str, mod=None):
-    """`func` after FoldConstant, if it binds shape values; else None.
+    """`(func with its shape values folded, how)` if it binds shape values; else None.
 
     TVM's ONNX importer reads the extent of a Gather's axis as `R.shape_of(W)` and
     `R.shape_to_tensor`: every embedding lookup of a PyTorch or transformers export
@@ -85,12 +85,19 @@ def shapes_folded(func, name: str, mod=None):
     the graph has no place for. Their shapes are static, and FoldConstant turns them
     into constants (as it does weight-only computations, which the graph leaves alone
     anyway). The numbers do not change; the original function is still what the pass
-    returns when it finds nothing to rewrite."""
+    returns when it finds nothing to rewrite. The shape arithmetic is evaluated in numpy
+    (shape_fold.py) where it can be, which is much faster: FoldConstant builds a kernel for
+    every call it folds."""
     import tvm
 
     bindings = (b for block in getattr(getattr(func, "body", None), "blocks", ()) for b in block.bindings)
     if not isinstance(func, relax.Function) or not any(isinstance(b.var.ty, relax.ShapeType) for b in bindings):
         return None
+    from .shape_fold import fold_shape_values
+
+    folded = fold_shape_values(func)
+    if folded is not None:
+        return folded, "numpy"
     module = tvm.IRModule({name: func})
     if mod is not None:  # the PrimFuncs its call_tir calls
         for gvar, other in mod.functions.items():
@@ -100,7 +107,7 @@ def shapes_folded(func, name: str, mod=None):
 
     try:
         with stderr_silenced():  # TVM's C++ notes on the kernels it builds to fold (e.g. take's "fast mode")
-            return relax.transform.FoldConstant()(module)[name]
+            return relax.transform.FoldConstant()(module)[name], "FoldConstant"
     except Exception:  # noqa: BLE001 - folding failed: the first reason stands
         return None
 
