@@ -6,11 +6,13 @@ small integer arithmetic: Swin-T's Q/K/V unbinding computes each index as
 shape value, so such a function was imported after FoldConstant, which builds and runs one TIR kernel
 per folded call: 182 of them, 6-7 s of Swin-T's pass. Every one is a scalar or a few integers.
 
-`fold_shape_values` evaluates exactly that part in numpy: shapes of statically shaped tensors, and
-calls of the ops below whose arguments are all known integers or booleans of at most MAX_ELEMENTS
-(weight-only float subgraphs are left to the graph, which leaves them to FoldConstant at build time).
-Uses of a folded value read a constant instead. None when a shape value stays (one of unknown extent,
-or computed by an op not here): the caller falls back to FoldConstant.
+`fold_shape_values` does what FoldConstant did there, in numpy: shapes of statically shaped tensors,
+and calls of the ops below whose arguments are all constants or folded values, of any dtype (a BERT's
+position ids and a Swin's relative position bias are gathers from constant tables: folded before,
+they must be folded now, or they stay opaque calls). These ops compute exactly (indexing, integer
+and elementwise float arithmetic, comparisons), so numpy gives FoldConstant's numbers. Uses of a
+folded value read a constant instead. None when a shape value stays (one of unknown extent, or
+computed by an op not here): the caller falls back to FoldConstant.
 """
 from __future__ import annotations
 
@@ -20,8 +22,6 @@ import numpy as np
 from tvm import relax
 from tvm.ir.expr import Constant
 from tvm.relax.expr_functor import PyExprMutator, mutator
-
-MAX_ELEMENTS = 64  # a shape vector or an index, never a weight
 
 _TAKE_MODES = {"wrap": "wrap", "clip": "clip", "fast": "raise"}  # fast: out of range is undefined: refuse
 
@@ -56,6 +56,14 @@ OPS: dict[str, Callable[[list, Any], Any]] = {
     "relax.squeeze": lambda args, attrs: np.squeeze(
         args[0], None if attrs.axis is None else tuple(int(a) for a in attrs.axis)),
     "relax.concat": lambda args, attrs: np.concatenate(args[0], axis=int(attrs.axis)),
+    "relax.reshape": lambda args, attrs: np.reshape(args[0], tuple(args[1])),
+    "relax.broadcast_to": lambda args, attrs: np.broadcast_to(args[0], tuple(args[1])),
+    "relax.zeros": lambda args, attrs: np.zeros(tuple(args[0])),
+    "relax.ones": lambda args, attrs: np.ones(tuple(args[0])),
+    "relax.full": lambda args, attrs: np.full(tuple(args[0]), args[1]),
+    "relax.gather_elements": lambda args, attrs: np.take_along_axis(args[0], args[1], axis=int(attrs.axis)),
+    "relax.permute_dims": lambda args, attrs: np.transpose(
+        args[0], None if attrs.axes is None else tuple(int(a) for a in attrs.axes)),
 }
 
 
@@ -73,10 +81,6 @@ def _static_dims(ty) -> tuple[int, ...] | None:
         return None
 
 
-def _small_integer(value: np.ndarray) -> bool:
-    return value.size <= MAX_ELEMENTS and (value.dtype == np.bool_ or np.issubdtype(value.dtype, np.integer))
-
-
 class _Folder:
     def __init__(self):
         self.known: dict[Any, Any] = {}  # dataflow var -> _Shape | np.ndarray
@@ -84,10 +88,14 @@ class _Folder:
     def read(self, expr):
         """The known value of an argument, or None."""
         if isinstance(expr, Constant):
-            value = expr.value.numpy()
-            return value if _small_integer(value) else None
+            return expr.value.numpy()
         if isinstance(expr, relax.Var):
             return self.known.get(expr)
+        if isinstance(expr, relax.ShapeExpr):
+            try:
+                return _Shape(int(v) for v in expr.values)
+            except TypeError:  # a symbolic extent
+                return None
         if isinstance(expr, relax.Tuple):
             items = [self.read(f) for f in expr.fields]
             return None if any(i is None for i in items) else items
@@ -114,7 +122,7 @@ class _Folder:
                 result = np.asarray(OPS[name](args, value.attrs)).astype(str(var.ty.dtype))
         except Exception:  # noqa: BLE001 - not evaluable here (an index out of range, say): left as it is
             return
-        if dims is not None and result.shape == dims and _small_integer(result):
+        if dims is not None and result.shape == dims:
             self.known[var] = result
 
 

@@ -90,21 +90,26 @@ def _extent(bb, x, index, mode="wrap"):
     return bb.emit(relax.op.take(shape, relax.const(index, "int64"), axis=0, mode=mode))
 
 
-def test_a_float_computation_on_weights_is_not_folded():
-    """Weight-only float arithmetic stays for the graph (and FoldConstant at build time)."""
-    weight = relax.const(np.ones((4, 4), "float32"))
+def test_constant_computations_are_folded_as_foldconstant_folds_them():
+    """Every call of a known op on constants alone is folded, floats too (FoldConstant folded them,
+    and a gather from a constant table left unfolded would be an opaque call); an op not known here
+    (exp) stays, reading the folded constant."""
+    table = np.arange(12, dtype="float32").reshape(3, 4)
 
     def build(bb, x):
-        scaled = bb.emit(relax.op.multiply(weight, relax.const(2.0, "float32")))
+        scaled = bb.emit(relax.op.multiply(relax.const(table), relax.const(2.0, "float32")))
+        index = bb.emit(relax.op.broadcast_to(relax.const(np.array([2], "int64")), (2,)))  # BERT's token types
+        row = bb.emit(relax.op.take(scaled, index, axis=0))
+        grown = bb.emit(relax.op.exp(bb.emit(relax.op.reshape(row, (2, 4)))))
         n = bb.emit(relax.op.astype(_extent(bb, x, 1), "float32"))
-        return relax.op.add(bb.emit(relax.op.add(x, scaled)), n)
+        return relax.op.add(bb.emit(relax.op.add(x, bb.emit(relax.op.sum(grown, axis=[0])))), n)
 
     folded = fold_shape_values(_function(build))
     assert folded is not None and not _shape_bindings(folded)
-    ops = [b.value.op.name for b in _bindings(folded)]
-    assert ops == ["relax.multiply", "relax.astype", "relax.add", "relax.add"], ops  # integers folded, floats kept
-    cast = _bindings(folded)[1].value
-    assert isinstance(cast.args[0], Constant) and int(cast.args[0].value.numpy()) == 4
+    kept = _bindings(folded)
+    assert [b.value.op.name for b in kept] == ["relax.exp", "relax.sum", "relax.add", "relax.add"]
+    np.testing.assert_array_equal(kept[0].value.args[0].value.numpy(), table[[2, 2]] * 2)
+    assert float(kept[3].value.args[1].value.numpy()) == 4.0  # the extent, cast
 
 
 def test_an_index_out_of_range_of_a_fast_take_is_left_alone():
@@ -128,3 +133,17 @@ def test_a_shape_of_unknown_extent_is_left_to_foldconstant():
             out = bb.emit_output(relax.op.astype(shape, "float32"))
         bb.emit_func_output(out)
     assert fold_shape_values(bb.get()["main"]) is None
+
+
+def test_the_graph_read_is_the_one_foldconstant_gave(monkeypatch):
+    """Both ways of folding give the search the same graph: the same ops, the same numbers."""
+    from taso_relay.bridge import shape_fold
+
+    mod = qkv_unbind()
+    mine = graph_from_function(mod["main"])
+    monkeypatch.setattr(shape_fold, "fold_shape_values", lambda func: None)
+    theirs = graph_from_function(mod["main"])
+    assert (mine.folded, theirs.folded) == ("numpy", "FoldConstant")
+    assert mine.graph.op_counts() == theirs.graph.op_counts()
+    x = np.random.default_rng(2).standard_normal((1, 5, 24)).astype("float32")
+    np.testing.assert_array_equal(evaluate(mine.graph, {"x": x})[0], evaluate(theirs.graph, {"x": x})[0])
