@@ -93,12 +93,13 @@ def shapes_folded(func, name: str, mod=None):
     bindings = (b for block in getattr(getattr(func, "body", None), "blocks", ()) for b in block.bindings)
     if not isinstance(func, relax.Function) or not any(isinstance(b.var.ty, relax.ShapeType) for b in bindings):
         return None
-    from .shape_fold import fold_shape_values
+    from .shape_fold import constant_calls, fold_shape_values
 
     folded = fold_shape_values(func)
-    if folded is not None:
+    if folded is not None and not constant_calls(folded):
         return folded, "numpy"
-    module = tvm.IRModule({name: func})
+    how = "FoldConstant" if folded is None else "numpy, then FoldConstant"  # (fewer calls left to fold)
+    module = tvm.IRModule({name: func if folded is None else folded})
     if mod is not None:  # the PrimFuncs its call_tir calls
         for gvar, other in mod.functions.items():
             if not isinstance(other, relax.Function):
@@ -107,9 +108,9 @@ def shapes_folded(func, name: str, mod=None):
 
     try:
         with stderr_silenced():  # TVM's C++ notes on the kernels it builds to fold (e.g. take's "fast mode")
-            return relax.transform.FoldConstant()(module)[name], "FoldConstant"
-    except Exception:  # noqa: BLE001 - folding failed: the first reason stands
-        return None
+            return relax.transform.FoldConstant()(module)[name], how
+    except Exception:  # noqa: BLE001 - folding failed: numpy's fold, or the first reason, stands
+        return (folded, "numpy") if folded is not None else None
 
 
 def import_function(func, name: str = "main", mod=None) -> Imported:

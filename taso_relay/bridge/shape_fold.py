@@ -19,11 +19,25 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import numpy as np
+import tvm
 from tvm import relax
 from tvm.ir.expr import Constant
 from tvm.relax.expr_functor import PyExprMutator, mutator
 
 _TAKE_MODES = {"wrap": "wrap", "clip": "clip", "fast": "raise"}  # fast: out of range is undefined: refuse
+
+
+def _take(args, attrs):
+    mode = str(attrs.mode)
+    if mode == "fast" and (np.asarray(args[1]) < 0).any():
+        raise IndexError("a negative index of a fast take: TVM's kernel does not wrap it")
+    return np.take(args[0], args[1], axis=None if attrs.axis is None else int(attrs.axis), mode=_TAKE_MODES[mode])
+
+
+def _gather_elements(args, attrs):
+    if (np.asarray(args[1]) < 0).any():
+        raise IndexError("a negative index of gather_elements: TVM's kernel does not wrap it")
+    return np.take_along_axis(args[0], args[1], axis=int(attrs.axis))
 
 
 def _binary(fn: Callable) -> Callable:
@@ -32,12 +46,12 @@ def _binary(fn: Callable) -> Callable:
 
 OPS: dict[str, Callable[[list, Any], Any]] = {
     "relax.shape_to_tensor": lambda args, attrs: np.asarray(args[0], dtype="int64"),
-    "relax.take": lambda args, attrs: np.take(args[0], args[1], axis=None if attrs.axis is None else int(attrs.axis),
-                                              mode=_TAKE_MODES[str(attrs.mode)]),
+    "relax.take": _take,
     "relax.add": _binary(np.add),
     "relax.subtract": _binary(np.subtract),
     "relax.multiply": _binary(np.multiply),
-    "relax.floor_divide": _binary(np.floor_divide),
+    "relax.floor_divide": _binary(lambda a, b: np.floor_divide(a, b) if np.issubdtype(np.result_type(a, b), np.integer)
+                                  else np.floor(np.divide(a, b))),  # TVM: floor(a / b); numpy's float one rounds
     "relax.maximum": _binary(np.maximum),
     "relax.minimum": _binary(np.minimum),
     "relax.less": _binary(np.less),
@@ -61,7 +75,7 @@ OPS: dict[str, Callable[[list, Any], Any]] = {
     "relax.zeros": lambda args, attrs: np.zeros(tuple(args[0])),
     "relax.ones": lambda args, attrs: np.ones(tuple(args[0])),
     "relax.full": lambda args, attrs: np.full(tuple(args[0]), args[1]),
-    "relax.gather_elements": lambda args, attrs: np.take_along_axis(args[0], args[1], axis=int(attrs.axis)),
+    "relax.gather_elements": _gather_elements,
     "relax.permute_dims": lambda args, attrs: np.transpose(
         args[0], None if attrs.axes is None else tuple(int(a) for a in attrs.axes)),
 }
@@ -145,7 +159,8 @@ class _Substitute(PyExprMutator):
             super().visit_var_binding_(binding)
 
     def visit_dataflow_var_(self, var):
-        return self.known.get(var) or super().visit_dataflow_var_(var)
+        value = self.known.get(var)  # (not `or`: the shape of a 0-d tensor, R.shape([]), is falsy)
+        return value if value is not None else super().visit_dataflow_var_(var)
 
 
 def fold_shape_values(func: relax.Function):
@@ -167,3 +182,16 @@ def fold_shape_values(func: relax.Function):
     if any(isinstance(b.var.ty, relax.ShapeType) for b in bindings):
         return None
     return folded
+
+
+def constant_calls(func: relax.Function) -> int:
+    """Calls of an operator on constants alone left in `func` (an op this module does not evaluate):
+    FoldConstant would have folded them."""
+    def constant(expr) -> bool:
+        if isinstance(expr, relax.Tuple):
+            return all(constant(f) for f in expr.fields)
+        return not isinstance(expr, (relax.Var, tvm.ir.GlobalVar))
+
+    bindings = (b for block in func.body.blocks for b in block.bindings)
+    return sum(isinstance(b.value, relax.Call) and isinstance(b.value.op, tvm.ir.Op)
+               and all(constant(a) for a in b.value.args) for b in bindings)

@@ -78,7 +78,8 @@ def run_compile(args) -> int:
                 if judge.tunings == tuned_before:  # no new schedule since the speed check built `mod`
                     executable = taso.take_build(mod, target, "tuning", database)
                 if executable is None:  # static_shape_tuning's passes with no trials, on the lowering tuning made
-                    mod = with_judge_schedules(mod, judge, database)
+                    with common.quiet_output(), (contextlib.nullcontext() if args.verbose else stderr_silenced()):
+                        mod = with_judge_schedules(mod, judge, database)
             else:
                 steps.step(f"tuning ({args.trials} trials)" if args.trials else "applying tuning records")
                 mod = tune(mod, target, args.trials, work_dir, args.max_trials_per_task, verbose=args.verbose)

@@ -147,3 +147,71 @@ def test_the_graph_read_is_the_one_foldconstant_gave(monkeypatch):
     assert mine.graph.op_counts() == theirs.graph.op_counts()
     x = np.random.default_rng(2).standard_normal((1, 5, 24)).astype("float32")
     np.testing.assert_array_equal(evaluate(mine.graph, {"x": x})[0], evaluate(theirs.graph, {"x": x})[0])
+
+
+def test_what_numpy_does_not_fold_foldconstant_folds_after_it():
+    """A constant call of an op not evaluated here (exp) is left to FoldConstant, on the function numpy
+    folded first (few calls left to build): the graph gets the constant, as FoldConstant alone gave it."""
+    from taso_relay.bridge.from_relax import shapes_folded
+    from taso_relay.bridge.shape_fold import constant_calls
+
+    def build(bb, x):
+        n = bb.emit(relax.op.astype(_extent(bb, x, 1), "float32"))
+        return relax.op.add(x, bb.emit(relax.op.exp(n)))
+
+    func = _function(build)
+    assert constant_calls(fold_shape_values(func)) == 1
+    folded, how = shapes_folded(func, "main")
+    assert how == "numpy, then FoldConstant" and constant_calls(folded) == 0
+    (add,) = [b.value for b in _bindings(folded)]
+    assert add.op.name == "relax.add" and np.isclose(float(add.args[1].value.numpy()), np.exp(4.0))
+
+
+def test_the_shape_of_a_scalar_is_substituted_too():
+    """R.shape([]) is falsy: its uses must still read it (else the function is ill-formed)."""
+    bb = relax.BlockBuilder()
+    s = relax.Var("s", relax.TensorType((), "float32"))
+    y = relax.Var("y", relax.TensorType((1,), "float32"))
+    with bb.function("main", [s, y]):
+        with bb.dataflow():
+            out = bb.emit_output(relax.op.reshape(y, bb.emit(relax.op.shape_of(s))))
+        bb.emit_func_output(out)
+    folded = fold_shape_values(bb.get()["main"])
+    assert folded is not None
+    relax.analysis.well_formed(tvm.IRModule({"main": folded}))  # raises on a variable used but not bound
+    (reshape,) = [b.value for b in _bindings(folded)]
+    assert isinstance(reshape.args[1], relax.ShapeExpr) and len(reshape.args[1].values) == 0
+
+
+@pytest.mark.parametrize("a, b", [([1.0, 7.0, -1.0, 5.5], [0.1, 0.7, 0.1, 1.1]), ([7, -7, 6], [2, 2, -4])])
+def test_floor_divide_folds_to_what_tvm_computes(a, b):
+    """TVM's floor_divide is floor(a / b); numpy's on floats rounds otherwise (1.0 // 0.1 == 9)."""
+    dtype = "float32" if isinstance(a[0], float) else "int64"
+    x_type = relax.TensorType((len(a),), dtype)
+
+    def function():
+        bb = relax.BlockBuilder()
+        x = relax.Var("x", x_type)
+        with bb.function("main", [x]):
+            with bb.dataflow():
+                num, den = (relax.const(np.array(v, dtype), dtype) for v in (a, b))
+                q = relax.op.floor_divide(num, den)
+                out = bb.emit_output(relax.op.add(x, bb.emit(q)))
+            bb.emit_func_output(out)
+        return bb.get()["main"]
+
+    func = function()
+    folded = _folded_value(func)
+    zeros = np.zeros(len(a), dtype)
+    np.testing.assert_array_equal(folded, _run(func, zeros))
+
+
+def _folded_value(func):
+    """The value the numpy fold gives the one call of `func` on constants (its add reads it)."""
+    from taso_relay.bridge.shape_fold import _Folder
+
+    folder = _Folder()
+    for b in _bindings(func):
+        folder.visit(b)
+    (value,) = folder.known.values()
+    return value

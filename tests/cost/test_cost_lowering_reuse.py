@@ -77,21 +77,29 @@ def test_a_module_changed_in_place_is_lowered_afresh(counted, target):
     assert not tvm_ffi.structural_equal(before, after)
 
 
-def test_the_reused_lowering_builds_what_a_fresh_one_builds(tmp_path, target):
-    """Same numbers from the module lowered in a scope (database applied after) as from one lowered alone."""
+def test_the_reused_lowering_builds_what_a_fresh_one_builds(target):
+    """The kept lowering gets the database's schedules, and the same numbers come out as from a module
+    lowered alone. (ScheduleFnDatabase: every kernel has a record, its schedule the kernel as it is.)"""
     import tvm
     import tvm_ffi
     from tvm import relax
 
     from taso_relay.bridge.execute import random_inputs
-    from taso_relay.cost.lowering import as_target, lower, open_database, reusing_lowerings
+    from taso_relay.cost.lowering import as_target, lower, reusing_lowerings
 
     mod = _module()
-    database = open_database(tmp_path / "db")
+    from tvm.s_tir import meta_schedule as ms
+
+    database = ms.database.ScheduleFnDatabase(lambda sch: True)
     fresh = lower(mod, target, database, "tuning")
     with reusing_lowerings():
-        lower(mod, target, None, "tuning")
+        plain = lower(mod, target, None, "tuning")
         reused = lower(mod, target, database, "tuning")
+
+    def scheduled(m):
+        return [bool(f.attrs.get("tirx.is_scheduled", False)) for f in m.functions.values()
+                if isinstance(f, tvm.tirx.PrimFunc)]
+    assert scheduled(reused) and all(scheduled(reused)) and not any(scheduled(plain))
     assert tvm_ffi.structural_equal(fresh, reused)
     inputs = [tvm.runtime.tensor(np.asarray(a)) for a in random_inputs(mod["main"].params, np.random.default_rng(0),
                                                                         mod["main"])]
