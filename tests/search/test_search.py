@@ -128,9 +128,10 @@ def test_the_search_stops_when_it_has_found_nothing_cheaper_for_a_while():
     """patience: expansions in a row without a cheaper graph. Equal-cost rearrangements can keep a
     search busy to its time limit; the best graph is still the one found before it gave up."""
     g = inception_like(blocks=8)
-    best_full, full = optimize(g, RULES, OpCost(), patience=None, budget=400)
+    # no time limit to speak of: on a starved CPU the default 8 s stopped the full search first
+    best_full, full = optimize(g, RULES, OpCost(), patience=None, budget=400, time_limit=3600)
     assert full.stopped_by in ("budget", "exhausted")
-    best, report = optimize(g, RULES, OpCost(), patience=5, budget=400)
+    best, report = optimize(g, RULES, OpCost(), patience=5, budget=400, time_limit=3600)
     assert report.stopped_by == "patience" and report.expansions < full.expansions
     assert report.cost_after == full.cost_after and report.settings["patience"] == 5
     with pytest.raises(ValueError, match="patience"):
