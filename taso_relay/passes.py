@@ -58,7 +58,7 @@ class FunctionReport:
     seconds: float = 0.0
     warnings: list = field(default_factory=list)  # something to look into: a numeric refusal, an error
     notes: list = field(default_factory=list)  # decisions that are the pass working: a rewrite not measured faster
-    folded: str = ""  # the function binds shape values, folded before it was read: "numpy" or "FoldConstant"
+    folded: str = ""  # shape values folded before it was read: "numpy", "numpy, then FoldConstant", "FoldConstant"
     search: object = None  # search.SearchReport: rewrites applied, cost before/after, search time
     graph_before: object = None
     graph_after: object = None

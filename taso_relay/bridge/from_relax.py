@@ -35,7 +35,7 @@ class NothingToDo(Unsupported):
 class Imported(NamedTuple):
     graph: Graph
     signature: Signature
-    folded: str = ""  # how its shape values were folded before it was read (shapes_folded): "numpy", "FoldConstant"
+    folded: str = ""  # how its shape values were folded before it was read (shapes_folded; as FunctionReport.folded)
 
 
 @dataclass(frozen=True)
