@@ -108,3 +108,36 @@ def test_a_check_is_bounded_by_work_as_well_as_by_time(monkeypatch):
     assert prover.check_bounded(s, 100.0) == z3.unknown
     assert s.reason_unknown() == "canceled"  # the resource limit; a timeout says "timeout"
     assert s.statistics().get_key_value("rlimit count") >= 10 ** 6
+
+
+def test_the_vacuity_check_is_bounded_by_work_not_by_the_clock():
+    """Under CPU starvation a wall-clock budget ran out before Z3 found the premises contradictory, and a
+    vacuous rule came out PROVED. The check now stops on Z3's own step count: a hopeless query gives up
+    after the work it was given (the clock, 100 s here, is only a safety net)."""
+    import time
+
+    import z3
+
+    from taso_relay.verifier import prover
+
+    x, y, z = z3.Ints("x y z")
+    fermat = [x > 0, y > 0, z > 0, x * x * x + y * y * y == z * z * z]
+    before, t0 = prover._work(), time.perf_counter()
+    assert prover._solve_by_work(fermat, z3.BoolVal(True), 2_000_000, wall_s=100.0) == z3.unknown
+    spent = prover._work() - before
+    assert 2_000_000 <= spent < 4_000_000 and time.perf_counter() - t0 < 60
+    # and a contradiction is found within a small part of the least budget the check gets
+    q = build_query(next(w for w in WRONG if w.id == "bad_split_other_axis"))
+    assert prover._solve_by_work(q.background, z3.BoolVal(True), prover.VACUITY_MIN_UNITS // 20, 100.0) == z3.unsat
+
+
+def test_any_concrete_instance_where_the_rule_applies_is_a_witness():
+    """The concrete search's agreeing instances are models of the premises, not only the example."""
+    from taso_relay.verifier.concrete import RuleCheck
+    from taso_relay.verifier.prover import has_witness
+
+    r = next(w for w in WRONG if w.id == "bad_split_other_axis")
+    assert has_witness(r, RuleCheck(3, example_ok=False))
+    assert not has_witness(r, RuleCheck(0, example_ok=False))
+    assert not has_witness(r, RuleCheck(0))  # no search: the example is built, and it does not apply
+    assert has_witness(CORRECT[0], RuleCheck(0))
