@@ -109,9 +109,41 @@ def dynamo(out: Path) -> None:
            input_names=["input_ids"])
 
 
+def more(out: Path) -> None:
+    """Operators the other families lack: 3-D and 1-D convs, dilated convs, group norm, relative
+    position biases, encoder-decoder attention."""
+    import torch
+    import torchvision.models as models
+    import transformers as T
+    from torchvision.models.segmentation import deeplabv3_mobilenet_v3_large
+    from torchvision.models.video import r3d_18
+
+    export(r3d_18(weights=None), (torch.randn(1, 3, 8, 56, 56),), out / "r3d_18.onnx")
+    export(deeplabv3_mobilenet_v3_large(weights=None, weights_backbone=None, aux_loss=False),
+           (torch.randn(1, 3, 128, 128),), out / "deeplabv3_mobilenet.onnx")
+    export(models.maxvit_t(weights=None), (torch.randn(1, 3, 224, 224),), out / "maxvit_t.onnx")
+    small = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128)
+    w2v = T.Wav2Vec2Model(T.Wav2Vec2Config(conv_dim=(32, 32, 32), conv_stride=(5, 2, 2), conv_kernel=(10, 3, 3),
+                                           num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4, **small))
+    export(first_output(w2v, "input_values"), (torch.randn(1, 1600),), out / "hf_wav2vec2.onnx")
+    whisper = T.WhisperModel(T.WhisperConfig(vocab_size=100, d_model=64, encoder_layers=2, decoder_layers=2,
+                                             encoder_attention_heads=4, decoder_attention_heads=4,
+                                             encoder_ffn_dim=128, decoder_ffn_dim=128, num_mel_bins=16,
+                                             max_source_positions=32, pad_token_id=1, bos_token_id=2,
+                                             eos_token_id=3, decoder_start_token_id=2))
+    export(first_output(whisper.encoder, "input_features"), (torch.randn(1, 16, 64),), out / "hf_whisper_encoder.onnx")
+    t5 = T.T5EncoderModel(T.T5Config(vocab_size=100, d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4))
+    ids = torch.randint(0, 100, (1, 16))
+    export(first_output(t5, "input_ids"), (ids,), out / "hf_t5_encoder.onnx", input_names=["input_ids"])
+    seg = T.SegformerModel(T.SegformerConfig(num_encoder_blocks=2, depths=[1, 1], sr_ratios=[4, 2],
+                                             hidden_sizes=[16, 32], num_attention_heads=[1, 2],
+                                             patch_sizes=[7, 3], strides=[4, 2], mlp_ratios=[2, 2]))
+    export(first_output(seg, "pixel_values"), (torch.randn(1, 3, 64, 64),), out / "hf_segformer.onnx")
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("families", nargs="+", choices=("vision", "hf", "dynamo"))
+    p.add_argument("families", nargs="+", choices=("vision", "hf", "dynamo", "more"))
     p.add_argument("--out", type=Path, default=Path("build/corpus"))
     args = p.parse_args(argv)
     import torch
@@ -120,7 +152,7 @@ def main(argv=None) -> None:
     torch.manual_seed(0)
     args.out.mkdir(parents=True, exist_ok=True)
     for family in args.families:
-        {"vision": vision, "hf": hf, "dynamo": dynamo}[family](args.out)
+        {"vision": vision, "hf": hf, "dynamo": dynamo, "more": more}[family](args.out)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """A call_tir read as the graph op it is: TVM's ONNX importer writes some operators as call_tir
 of a topi function (emit_te) instead of a Relax operator. Where the called PrimFunc is structurally
-equal to the one topi makes for the same arguments, the graph op computing the same is read; any
-other call_tir stays opaque."""
+equal to the one topi makes for the same arguments, the graph op (or ops) computing the same is read;
+any other call_tir stays opaque."""
 from __future__ import annotations
 
 import itertools
@@ -10,9 +10,10 @@ import numpy as np
 from tvm import relax
 from tvm_ffi import structural_equal
 
-from .ops_table import Reading, Unsupported, dtype_of, static_shape
+from . import einsum
+from .ops_table import PROGRAM, Reading, Unsupported, dtype_of, static_shape
 
-NOT_TOPI = "a call_tir that is not one of topi's maximum, minimum, tile or pad"
+NOT_TOPI = "a call_tir that is not one of topi's maximum, minimum, einsum, tile or pad"
 
 
 def import_call_tir(call, mod) -> Reading:
@@ -20,12 +21,13 @@ def import_call_tir(call, mod) -> Reading:
     computing the same: maximum or minimum of two arguments (TVM's ONNX importer emits Clip that
     way: ReLU6 in every MobileNetV2), a tile that only repeats dimensions of size 1, which is a
     broadcast_to (ONNX Tile from PyTorch's repeat_interleave: grouped-query attention's K and V),
-    or a constant pad (ONNX Pad: Swin's window padding). The PrimFunc is compared structurally with
-    topi's own, so nothing else passes."""
+    or a constant pad (ONNX Pad: Swin's window padding), or an einsum of two operands that is a
+    matmul (ONNX Einsum: MaxViT's attention; bridge/einsum.py). The PrimFunc is compared structurally
+    with topi's own, so nothing else passes."""
     prim, args = _callee(call, mod)
     reading = None
     if len(args) == 2:
-        reading = _as_binary(call, prim, args)
+        reading = _as_binary(call, prim, args) or _as_einsum(call, prim, args)
     elif len(args) == 1:
         reading = _as_broadcast(call, prim, args[0]) or _as_pad(call, prim, args[0])
     if reading is None:
@@ -60,6 +62,54 @@ def _as_binary(call, prim, args) -> Reading | None:
         if structural_equal(prim, reference):
             return name, {}, list(args)
     return None
+
+
+def _as_einsum(call, prim, args) -> Reading | None:
+    """topi.einsum: the equation is read off the PrimFunc's one block (what it reads and writes, at
+    which iteration variables), then the PrimFunc topi makes of that equation must be the same."""
+    equation = _einsum_equation(prim)
+    if equation is None:
+        return None
+    shapes = [static_shape(a.ty) for a in args]
+    steps = einsum.plan(equation, *shapes)
+    if steps is None:
+        return None
+    try:
+        reference = _emitted(_topi_einsum, [a.ty for a in args], equation)
+    except Exception:  # noqa: BLE001 - an equation or arguments topi refuses: not this einsum
+        return None
+    if not structural_equal(prim, reference):
+        return None
+    return PROGRAM, {"steps": tuple(steps)}, list(args)
+
+
+def _einsum_equation(prim) -> str | None:
+    """'ab,cb->ca' from the block `T_einsum` of a PrimFunc of two inputs, or None."""
+    import re
+
+    text = prim.script()
+    reads = re.findall(r"T\.reads\((.*)\)", text)
+    writes = re.findall(r"T\.writes\(T_einsum\[(.*)\]\)", text)
+    if len(reads) != 1 or len(writes) != 1 or text.count('T.sblock("T_einsum")') != 1:
+        return None
+    operands = re.findall(r"\w+\[([^\]]*)\]", reads[0])
+    if len(operands) != 2:
+        return None
+    letters: dict[str, str] = {}
+    parts = []
+    for indices in operands + writes:
+        names = [i.strip() for i in indices.split(",") if i.strip() and i.strip() != "()"]
+        if not all(n.isidentifier() for n in names) or len(letters) + len(names) > 52:
+            return None  # an index that is not an iteration variable (a broadcast dimension)
+        parts.append("".join(letters.setdefault(n, chr(ord("a") + len(letters)) if len(letters) < 26
+                                                 else chr(ord("A") + len(letters) - 26)) for n in names))
+    return f"{parts[0]},{parts[1]}->{parts[2]}"
+
+
+def _topi_einsum(a, b, equation):
+    from tvm import topi
+
+    return topi.einsum(equation, a, b)
 
 
 def _as_broadcast(call, prim, arg) -> Reading | None:

@@ -256,7 +256,9 @@ class _Importer:
         else:
             op, attrs, args = ops_table.import_call(call)
         if op == ops_table.CHAIN:
-            return self._chain(call, attrs["steps"], args)
+            return self._program(call, [(o, a, (k,)) for k, (o, a) in enumerate(attrs["steps"])], args)
+        if op == ops_table.PROGRAM:
+            return self._program(call, attrs["steps"], args)
         if op == "batch_norm" and self._bn_stats_used(var):
             raise Unsupported("batch_norm whose running statistics are used")
         inputs = []
@@ -290,23 +292,24 @@ class _Importer:
             return TupleVal(tuple(items))
         return Ref(index, 0)
 
-    def _chain(self, call, steps, args):
-        """A call read as several graph ops in a row (ops_table.CHAIN); no template, as none is one call."""
-        value = self._value(args[0])
-        if not isinstance(value, Ref):
+    def _program(self, call, steps, args):
+        """A call read as several graph ops (ops_table.CHAIN, ops_table.PROGRAM); no template, as none is
+        one call."""
+        refs = [self._value(a) for a in args]
+        if not all(isinstance(r, Ref) for r in refs):
             raise Unsupported(f"{call.op.name} takes a tuple argument")
         first = len(self.builder.nodes)
         try:
-            for op, attrs in steps:
-                self.builder.add(op, [value], **attrs)
-                value = Ref(len(self.builder.nodes) - 1, 0)
+            for op, attrs, inputs in steps:
+                self.builder.add(op, [refs[k] for k in inputs], **attrs)
+                refs.append(Ref(len(self.builder.nodes) - 1, 0))
             types = list(self.builder.nodes[-1].types)
             if types != _result_types(call.ty):
                 raise Unsupported(f"{call.op.name}: graph type {list(map(str, types))} != relax type {call.ty}")
         except BaseException:
             del self.builder.nodes[first:]  # no half-read call left behind
             raise
-        return value
+        return refs[-1]
 
     def _bn_stats_used(self, var) -> bool:
         for user in self.uses.get(var, []):

@@ -110,6 +110,10 @@ Importer = Callable[[Any], Reading]
 # A call read as several graph ops, each taking the one before as its only input: the reading is
 # (CHAIN, {"steps": ((op, attrs), ...)}, [the first op's input]).
 CHAIN = "chain"
+# A call read as several graph ops of any inputs: (PROGRAM, {"steps": ((op, attrs, inputs), ...)}, args),
+# where an input k < len(args) is args[k] and k >= len(args) the output of step k - len(args); the last
+# step's output is the call's value.
+PROGRAM = "program"
 
 
 def _conv2d(call) -> Reading:
@@ -124,6 +128,21 @@ def _conv2d(call) -> Reading:
 def _matmul(call) -> Reading:
     _default_out_dtype(call)
     return "matmul", {}, list(call.args)
+
+
+def _einsum(call) -> Reading:
+    """Two operands whose einsum is a matmul, as transposes, reshapes and that matmul (bridge/einsum.py)."""
+    from . import einsum
+
+    operands = call.args[0]
+    if not isinstance(operands, relax.Tuple) or len(operands.fields) != 2:
+        raise Unsupported("einsum of other than two operands")
+    if any(dtype_of(f.ty) not in FLOAT_DTYPES for f in operands.fields):
+        raise Unsupported("einsum of integers")  # matmul's accumulation of integers is not modelled here
+    steps = einsum.plan(str(call.attrs.subscripts), *(static_shape(f.ty) for f in operands.fields))
+    if steps is None:
+        raise Unsupported(f"einsum '{call.attrs.subscripts}' is not a matmul")
+    return PROGRAM, {"steps": tuple(steps)}, list(operands.fields)
 
 
 def _pool(op: str) -> Importer:
@@ -338,6 +357,7 @@ BINARY_RELAX = {
 IMPORTERS: dict[str, Importer] = {
     "relax.nn.conv2d": _conv2d,
     "relax.matmul": _matmul,
+    "relax.einsum": _einsum,
     "relax.nn.max_pool2d": _pool("max_pool2d"),
     "relax.nn.avg_pool2d": _pool("avg_pool2d"),
     "relax.nn.batch_norm": _batch_norm,

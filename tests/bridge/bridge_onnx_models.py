@@ -168,6 +168,21 @@ def onnx_pads():
     return m.build([("x", F32, [1, 2, 5, 6])], [(m.op("Sigmoid", [a]), F32, [1, 3, 8, 9]), (b, F32, [1, 2, 7, 8])])
 
 
+def einsum_attention():
+    """Attention written with ONNX Einsum (MaxViT's export), which TVM imports as call_tir of topi's
+    einsum: scores and weighted sum are matmuls; an einsum summing an index of one operand is not.
+    The query and key projections are the same MatMul twice (a duplicate the pass merges)."""
+    m = Model(13)
+    w = m.weight((8, 8))
+    q = m.op("Reshape", [m.op("MatMul", ["x", w]), m.const([1, 4, 2, 4])])
+    k = m.op("Reshape", [m.op("MatMul", ["x", w]), m.const([1, 4, 2, 4])])
+    v = m.op("Reshape", [m.op("MatMul", ["x", m.weight((8, 8))]), m.const([1, 4, 2, 4])])
+    scores = m.op("Einsum", [q, k], equation="bihd,bjhd->bhij")
+    out = m.op("Einsum", [m.op("Softmax", [scores], axis=-1), v], equation="bhij,bjhd->bihd")
+    summed = m.op("Einsum", [q, v], equation="bihd,bjhd->bhi")
+    return m.build([("x", F32, [1, 4, 8])], [(out, F32, [1, 4, 2, 4]), (summed, F32, [1, 2, 4])])
+
+
 def token_types():
     """BERT's embeddings: word ids into a 12-row table, token types (through a Cast) into a 2-row one."""
     m = Model(10)
