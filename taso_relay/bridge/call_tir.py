@@ -84,25 +84,29 @@ def _as_einsum(call, prim, args) -> Reading | None:
 
 
 def _einsum_equation(prim) -> str | None:
-    """'ab,cb->ca' from the block `T_einsum` of a PrimFunc of two inputs, or None."""
+    """'ab,cb->ca' from the block `T_einsum` of a PrimFunc of two inputs, or None. Letters follow the
+    block's iteration variables (output axes, then the summed ones in topi's loop order), so the
+    equation rebuilt nests its loops as the PrimFunc does."""
     import re
 
     text = prim.script()
     reads = re.findall(r"T\.reads\((.*)\)", text)
     writes = re.findall(r"T\.writes\(T_einsum\[(.*)\]\)", text)
-    if len(reads) != 1 or len(writes) != 1 or text.count('T.sblock("T_einsum")') != 1:
+    iters = re.findall(r"^\s*(.*?) = T\.axis\.remap\(", text, re.MULTILINE)
+    if len(reads) != 1 or len(writes) != 1 or len(iters) != 1 or text.count('T.sblock("T_einsum")') != 1:
         return None
     operands = re.findall(r"\w+\[([^\]]*)\]", reads[0])
-    if len(operands) != 2:
+    names = [n.strip() for n in iters[0].split(",") if n.strip()]
+    if len(operands) != 2 or len(names) > 52:
         return None
-    letters: dict[str, str] = {}
+    alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    letters = {n: alphabet[k] for k, n in enumerate(names)}
     parts = []
     for indices in operands + writes:
-        names = [i.strip() for i in indices.split(",") if i.strip() and i.strip() != "()"]
-        if not all(n.isidentifier() for n in names) or len(letters) + len(names) > 52:
+        used = [i.strip() for i in indices.split(",") if i.strip() and i.strip() != "()"]
+        if not all(n in letters for n in used):
             return None  # an index that is not an iteration variable (a broadcast dimension)
-        parts.append("".join(letters.setdefault(n, chr(ord("a") + len(letters)) if len(letters) < 26
-                                                 else chr(ord("A") + len(letters) - 26)) for n in names))
+        parts.append("".join(letters[n] for n in used))
     return f"{parts[0]},{parts[1]}->{parts[2]}"
 
 

@@ -37,8 +37,10 @@ def parse(equation: str, ranks: tuple[int, int]) -> tuple[str, str, str] | None:
     if not arrow:  # implicit output: the ellipsis, then the indices used once, in alphabetical order
         once = sorted(c for c in set(lhs) - set(".,") if lhs.count(c) == 1)
         out = ell + "".join(once)
-    else:
+    elif "..." in out:
         out = out.replace("...", ell)
+    elif width:
+        return None  # the ellipsis's dimensions summed away: numpy refuses it, TVM cannot build it
     a, b = spelled
     if any(not s.isalpha() for s in (a, b)) or (out and not out.isalpha()):
         return None

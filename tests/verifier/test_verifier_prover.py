@@ -123,12 +123,14 @@ def test_the_vacuity_check_is_bounded_by_work_not_by_the_clock():
     x, y, z = z3.Ints("x y z")
     fermat = [x > 0, y > 0, z > 0, x * x * x + y * y * y == z * z * z]
     before, t0 = prover._work(), time.perf_counter()
-    assert prover._solve_by_work(fermat, z3.BoolVal(True), 2_000_000, wall_s=100.0) == z3.unknown
+    assert prover._solve_by_work(fermat, z3.BoolVal(True), 2_000_000, wall_s=100.0) == (z3.unknown, False)
     spent = prover._work() - before
     assert 2_000_000 <= spent < 4_000_000 and time.perf_counter() - t0 < 60
     # and a contradiction is found within a small part of the least budget the check gets
     q = build_query(next(w for w in WRONG if w.id == "bad_split_other_axis"))
-    assert prover._solve_by_work(q.background, z3.BoolVal(True), prover.VACUITY_MIN_UNITS // 20, 100.0) == z3.unsat
+    assert prover._solve_by_work(q.background, z3.BoolVal(True), prover.VACUITY_MIN_UNITS // 20, 100.0)[0] == z3.unsat
+    # when the clock runs out first, the caller is told (prove_rule then says UNKNOWN, never PROVED)
+    assert prover._solve_by_work(fermat, z3.BoolVal(True), 10 ** 12, wall_s=0.3) == (z3.unknown, True)
 
 
 def test_any_concrete_instance_where_the_rule_applies_is_a_witness():
@@ -141,3 +143,18 @@ def test_any_concrete_instance_where_the_rule_applies_is_a_witness():
     assert not has_witness(r, RuleCheck(0, example_ok=False))
     assert not has_witness(r, RuleCheck(0))  # no search: the example is built, and it does not apply
     assert has_witness(CORRECT[0], RuleCheck(0))
+
+
+@pytest.mark.parametrize("timed_out,status", [(True, "UNKNOWN"), (False, "PROVED")])
+def test_a_proof_without_a_witness_stands_only_if_the_vacuity_check_ended_on_its_budget(monkeypatch, timed_out,
+                                                                                     status):
+    """No instance where the rule applies, and Z3 could not show the premises contradictory: that counts
+    only when the check spent its work budget; cut short by the clock (a starved machine), UNKNOWN."""
+    import z3
+
+    from taso_relay.verifier import prover
+
+    monkeypatch.setattr(prover, "has_witness", lambda rule, check: False)
+    monkeypatch.setattr(prover, "_solve_by_work", lambda *a, **k: (z3.unknown, timed_out))
+    v = prove_rule(CORRECT[0], timeout=10, concrete=False)
+    assert v.status == status and "proved, but" in v.reason
