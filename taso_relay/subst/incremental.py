@@ -48,6 +48,11 @@ class RuleIndex:
         # rules in unconnected parts: a rewrite anywhere near can bring parts together or apart
         self.parted = frozenset(i for i, m in enumerate(self.matchers) if m.part_reach)
         self.part_reach = max((self.matchers[i].part_reach for i in self.parted), default=0)
+        # rules with the same source pattern, whose bindings are searched for once (Matcher.structure)
+        shared: dict[tuple, list[int]] = {}
+        for i, m in enumerate(self.matchers):
+            shared.setdefault(m.structure if m.structure is not None else (i,), []).append(i)
+        self.groups: list[list[int]] = list(shared.values())
 
     def anchors(self, graph: Graph, nodes: Iterable[int]) -> dict[int, list[tuple[str, int]]]:
         """For each rule, the (pattern node, graph node) pairs that pass the cheap check."""
@@ -82,10 +87,12 @@ class MatchSet:
     def build(cls, graph: Graph, rules: "Iterable[Rule | Matcher] | RuleIndex") -> "MatchSet":
         index = rules if isinstance(rules, RuleIndex) else RuleIndex(rules)
         by_rule = {}
-        for i, m in enumerate(index.matchers):
-            found = m.find(graph)
-            if found:
-                by_rule[i] = found
+        for group in index.groups:
+            members = [index.matchers[i] for i in group]
+            results = Matcher.find_shared(members, graph) if len(group) > 1 else [members[0].find(graph)]
+            for i, found in zip(group, results):
+                if found:
+                    by_rule[i] = found
         return cls(graph, index, by_rule)
 
     def derive(self, rewrite: Rewrite) -> "MatchSet":
@@ -100,6 +107,7 @@ class MatchSet:
         by_rule: dict[int, list[Match]] = {}
         carried: dict[tuple, Match] = {}
         old_to_new = rewrite.old_to_new
+        fresh = self._anchored(child, anchors)
         for i in sorted(set(self.by_rule) | set(anchors) | parted):
             kept = []
             for m in self.by_rule.get(i, ()):
@@ -110,10 +118,27 @@ class MatchSet:
             if i in parted:
                 kept = self._parts_update(matchers[i], child, kept, near)
             elif i in anchors:
-                kept.extend(matchers[i].find_anchored(child, anchors[i]))
+                kept.extend(fresh[i])
             if kept:
                 by_rule[i] = kept
         return MatchSet(child, self.rules, by_rule, carried)
+
+    def _anchored(self, child: Graph, anchors: dict[int, list[tuple[str, int]]]) -> dict[int, list[Match]]:
+        """find_anchored for every connected rule with anchors, searched once per source pattern and
+        set of anchors (rules of one pattern get the same anchors from RuleIndex.anchors)."""
+        matchers, parted = self.rules.matchers, self.rules.parted
+        out: dict[int, list[Match]] = {}
+        for group in self.rules.groups:
+            same: dict[tuple, list[int]] = {}
+            for i in group:
+                if i in anchors and i not in parted:
+                    same.setdefault(tuple(anchors[i]), []).append(i)
+            for where, members in same.items():
+                if len(members) == 1:
+                    out[members[0]] = matchers[members[0]].find_anchored(child, where)
+                else:
+                    out.update(zip(members, Matcher.find_shared([matchers[i] for i in members], child, where)))
+        return out
 
     @staticmethod
     def _parts_update(matcher: Matcher, child: Graph, kept: list[Match], near: dict[int, int]) -> list[Match]:

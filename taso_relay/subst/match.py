@@ -24,6 +24,7 @@ these stopped a rule at a given node.
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Iterable, Iterator, Mapping, Sequence
@@ -279,20 +280,66 @@ class Matcher:
         return MatchResult.fail(why.reason)
 
     def _matches_at(self, plan: Plan, graph: Graph, index: GraphIndex, g: int, why) -> Iterator[Match]:
-        start = _State({}, frozenset(), {}, {}, ())
+        return self._finished(self._bindings_at(plan, graph, index, g, why), graph, index, why)
+
+    def _bindings_at(self, plan: Plan, graph: Graph, index: GraphIndex, g: int, why) -> Iterator[_State]:
+        """Every binding of the whole source pattern with the plan's anchor at g (structure only)."""
+        run = _Run(self, graph, index, why)
+        for st in run.node(plan.anchor, g, _State({}, frozenset(), {}, {}, ())):
+            yield from run.steps(plan.steps, 0, st)
+
+    def _finished(self, bindings: Iterable[_State], graph: Graph, index: GraphIndex, why) -> Iterator[Match]:
+        """The bindings that pass this rule's own checks, as matches (at most `limit`, no repeats)."""
         seen = set()
         count = 0
         run = _Run(self, graph, index, why)
-        for st in run.node(plan.anchor, g, start):
-            for full in run.steps(plan.steps, 0, st):
-                m = run.finish(full)
-                if m is None or m.key in seen:
-                    continue
-                seen.add(m.key)
-                yield m
-                count += 1
-                if count >= self.limit:
-                    return
+        for full in bindings:
+            m = run.finish(full)
+            if m is None or m.key in seen:
+                continue
+            seen.add(m.key)
+            yield m
+            count += 1
+            if count >= self.limit:
+                return
+
+    # -- rules with the same source pattern -------------------------------------------
+    @cached_property
+    def structure(self) -> tuple | None:
+        """Everything the structural search depends on (not the constraints or the target, which
+        `finish` checks): rules that share it have the same bindings, found once for all of them
+        (generated rule sets hold many rules per source pattern: 4,420 shipped, 2,186 sources).
+        None: unmatchable, or not hashable (then matched alone)."""
+        if self.problem is not None:
+            return None
+        key = (tuple(self.pnodes.values()), tuple(self.rule.inputs), tuple(self.source_refs), self.gap, self.limit)
+        try:
+            hash(key)
+        except TypeError:
+            return None
+        return key
+
+    @staticmethod
+    def find_shared(members: Sequence["Matcher"], graph: Graph,
+                    anchors: Iterable[tuple[str, int]] | None = None) -> list[list[Match]]:
+        """`find` (or `find_anchored` at `anchors`) for each of several matchers of one `structure`:
+        each binding is searched for once, then checked by every member (same results, same order)."""
+        first = members[0]
+        index = index_of(graph)
+        if anchors is None:
+            anchor = first.best_anchor(index)
+            pn = first.pnodes[anchor]
+            anchors = [(anchor, g) for g in index.by_op.get(pn.op, []) if pn.quick(index, g)]
+        found: list[list[Match]] = [[] for _ in members]
+        seen: list[set] = [set() for _ in members]
+        for pid, g in anchors:
+            copies = itertools.tee(first._bindings_at(first.plan(pid), graph, index, g, None), len(members))
+            for m, bindings, out, keys in zip(members, copies, found, seen):
+                for match in m._finished(bindings, graph, index, None):
+                    if match.key not in keys:
+                        keys.add(match.key)
+                        out.append(match)
+        return found
 
 
 class _Run:

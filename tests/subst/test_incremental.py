@@ -121,3 +121,18 @@ def shipped_index() -> RuleIndex:
     if not _SHIPPED_INDEX:
         _SHIPPED_INDEX.append(RuleIndex(SHIPPED))
     return _SHIPPED_INDEX[0]
+
+
+@pytest.mark.skipif(not SHIPPED, reason="no shipped rule files")
+@pytest.mark.parametrize("seed", range(6))
+def test_rules_of_one_source_pattern_are_matched_once_with_each_rules_own_results(seed):
+    """Generated rules share source patterns (their bindings are searched for once per pattern); every
+    rule still gets exactly what matching it alone finds, in the same order."""
+    rules = shipped_index()
+    assert len(rules.groups) < len(rules.matchers) * 0.6
+    g = [inception_like(blocks=3), bert_like(layers=2)][seed] if seed < 2 else random_graph(seed)
+    built = MatchSet.build(g, rules).by_rule
+    alone = {i: m.find(fresh(g)) for i, m in enumerate(rules.matchers)}
+    assert {i: [m.key for m in ms] for i, ms in alone.items() if ms} == {i: [m.key for m in ms]
+                                                                           for i, ms in built.items()}
+    assert all(m.rule is rules.matchers[i].rule for i, ms in built.items() for m in ms)
