@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import onnx
 
-from . import bert, inception_v3, nasnet_mobile, nasrnn, resnet50, resnext50, squeezenet
+from . import bert, inception_v3, nasnet_mobile, nasrnn, resnet50, resnext50, squeezenet, vgg19
 
 MODELS: dict[str, Callable[..., onnx.ModelProto]] = {
     "resnet50": resnet50.build,
@@ -23,6 +23,7 @@ MODELS: dict[str, Callable[..., onnx.ModelProto]] = {
     "nasnet_mobile": nasnet_mobile.build,
     "bert": bert.build,
     "nasrnn": nasrnn.build,
+    "vgg19": vgg19.build,
 }
 
 

@@ -37,6 +37,7 @@ EXPECTED_OUTPUT = {
     "nasnet_mobile": (CLASSES, CLASSES),
     "bert": ([1, 128, 768], [1, 32, 768]),
     "nasrnn": ([1, 512], [1, 128]),
+    "vgg19": (CLASSES, CLASSES),
 }
 NAMES = sorted(MODELS)
 RTOL = ATOL = 1e-4

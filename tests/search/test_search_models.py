@@ -6,7 +6,7 @@ import pytest
 
 from taso_relay.subst import default_rules
 
-MODELS = ["bert", "inception_v3", "nasnet_mobile", "nasrnn", "resnet50", "resnext50", "squeezenet"]
+MODELS = ["bert", "inception_v3", "nasnet_mobile", "nasrnn", "resnet50", "resnext50", "squeezenet", "vgg19"]
 
 
 @pytest.fixture(scope="module")
