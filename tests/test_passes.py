@@ -13,6 +13,7 @@ from tvm import relax
 from tvm.script import relax as R
 
 from taso_relay.graph import Graph, make_node
+from taso_relay.bridge.from_relax import graph_from_function
 from taso_relay.passes import TASOOptimizer, TASOPass, taso_pipeline
 
 sys.path.insert(0, str(Path(__file__).parent / "bridge"))
@@ -148,6 +149,12 @@ def test_symbolic_function_passes_through_unchanged_with_a_warning():
     tvm.ir.assert_structural_equal(out, mod)
     assert taso.report["main"].status == "unchanged"
     assert any("symbolic" in w for w in taso.report["main"].warnings)
+    # the warning says how to pin the size, and the pinned function is read
+    (hint,) = [w for w in taso.report["main"].warnings if "symbolic" in w]
+    assert "BindSymbolicVars({'N': 1})" in hint
+    pinned = relax.transform.BindSymbolicVars({"N": 1})(mod)
+    graph = graph_from_function(pinned["main"], "main").graph
+    assert graph.output_types[0].shape == (1, 8, 10, 10)
 
 
 @pytest.mark.parametrize("model", ["resnet", "unmodelled"])

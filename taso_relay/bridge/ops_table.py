@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import numpy as np
-from tvm import relax
+from tvm import relax, tirx
 from tvm.ir.expr import Constant
 
 from ..graph.ops.sources import constant_value
@@ -35,9 +35,20 @@ def static_shape(ty) -> tuple[int, ...]:
     dims = []
     for d in ty.shape.values:
         if not isinstance(getattr(d, "value", None), int):
-            raise Unsupported(f"symbolic dimension '{d}' in {ty}")
+            raise Unsupported(f"symbolic dimension '{d}' in {ty}; {_PIN_HINT.format(_pin_example(d))}")
         dims.append(int(d.value))
     return tuple(dims)
+
+
+# The search prices and rewrites static shapes; a user with a dynamic export pins the sizes it runs at.
+_PIN_HINT = ("the search needs static shapes: pin the sizes first, e.g. with "
+             "relax.transform.BindSymbolicVars({}) before the pass, or --input-shape on the command line")
+
+
+def _pin_example(dim) -> str:
+    """``{'n': 1}`` for a dimension that is the variable n; the variables of an expression otherwise."""
+    names = sorted({v.name for v in tirx.analysis.undefined_vars(dim)})
+    return "{" + ", ".join(f"'{n}': 1" for n in (names or [str(dim)])) + "}"
 
 
 def dtype_of(ty) -> str:
