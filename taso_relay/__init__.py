@@ -1,8 +1,12 @@
 """taso_relay: a TASO-style graph superoptimizer for Apache TVM (Relax).
 
 `TASOPass` is imported lazily so that the graph form, generator and verifier
-work without loading TVM.
+work without loading TVM. Where TVM is already loaded, the pass module is
+imported at once, so `tvm.compile(..., relax_pipeline="taso")` finds its
+pipeline after a plain `import taso_relay`.
 """
+import sys
+
 __version__ = "0.1.0"
 
 
@@ -14,3 +18,6 @@ def __getattr__(name):
 
 
 __all__ = ["TASOPass", "__version__", "taso_pipeline"]
+
+if "tvm" in sys.modules:
+    from . import passes  # noqa: E402,F401  (registers the "taso" Relax pipeline)

@@ -26,6 +26,7 @@ from .bridge.from_relax import Imported, function_name, graph_from_function
 from .bridge.to_relax import function_from_graph, module_from_graph
 from .cost.lowering import reusing_lowerings
 from .graph import Graph, NotModelled, blas_on_free_cores, evaluate, random_feeds
+from .graph.folding import CONSTANT_OPS, weight_only
 from .guard import check_region
 from .search import CONTEST_GAIN, DEFAULT_PATIENCE, DEFAULT_TIME_LIMIT, optimize  # 8 s: under the 10 s target
 from .search.layout import LAYOUTS
@@ -146,6 +147,7 @@ class TASOOptimizer:
                  keep_build: bool = False):
         from .cost.lowering import check_lowering
 
+        _check_arguments(target, cost, time_limit, rules, speed_budget, patience)
         self.target = target
         self.lowering = check_lowering(lowering or "default")
         fixed = _fixed_lowering(cost)
@@ -266,6 +268,7 @@ class TASOOptimizer:
             warnings.warn(message, stacklevel=2)
         for message in report.notes:
             logger.info(message)
+        logger.info(report.summary())
         return result
 
     def _transform(self, func, mod, report: FunctionReport):
@@ -278,7 +281,13 @@ class TASOOptimizer:
             return func
         graph = imported.graph
         report.folded = imported.folded
-        report.ops_before = report.ops_after = graph.op_counts()
+        weights = _weights_as_parameters(func)
+        if weights:
+            warnings.warn(f"taso_relay: {weights} parameters of '{report.name}' after its first num_input are "
+                          "weights passed at run time: the search cannot fold or merge them; bind them as "
+                          "constants first (from_onnx(..., keep_params_in_input=False), or "
+                          "relax.transform.BindParams)")
+        report.ops_before = report.ops_after = _op_counts(graph, imported.signature)
         report.opaque = report.ops_before.get("opaque", 0)
         for i in graph.nodes_of("opaque"):
             label = graph.nodes[i].attr("label")
@@ -304,7 +313,7 @@ class TASOOptimizer:
                                 f"(rules: {', '.join(later)}); kept the first phase's {len(report.search.applied)} "
                                 "rewrites")
                 report.status, report.kept, report.graph_after = "optimized", label, candidate
-                report.ops_after = candidate.op_counts()
+                report.ops_after = _op_counts(candidate, imported.signature)
                 return rewritten
             report.refused.append((label, *refused))
         if candidates[0][0] == CONTESTED:
@@ -512,6 +521,32 @@ def _proven(path: str) -> list:
     return proven
 
 
+def _check_arguments(target, cost, time_limit, rules, speed_budget, patience) -> None:
+    """A mistake in the pass's arguments is the caller's to fix: said when the pass is made. (Once it
+    runs, every failure leaves the function unchanged with a warning, which a typo should not look like.)"""
+    if isinstance(cost, str) and cost not in COST_MODELS:
+        raise ValueError(f"unknown cost model '{cost}' (expected one of {', '.join(COST_MODELS)}, or a cost model "
+                         "object)")
+    if cost is not None and not isinstance(cost, str) and not (callable(cost) or hasattr(cost, "graph_cost")):
+        raise TypeError(f"cost must be a name ({', '.join(COST_MODELS)}), a cost model with graph_cost(graph), "
+                        f"or a callable; got {type(cost).__name__}")
+    for name, value, least in (("time_limit", time_limit, 0.0), ("speed_budget", speed_budget, 0.0)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= least:
+            raise ValueError(f"{name} must be a number of seconds >= {least:g}, got {value!r}")
+    if patience is not None and (isinstance(patience, bool) or not isinstance(patience, int) or patience < 0):
+        raise ValueError(f"patience must be None or an int >= 0, got {patience!r}")
+    paths = [rules] if isinstance(rules, (str, os.PathLike)) else (
+        list(rules) if isinstance(rules, (list, tuple)) else [])
+    for path in paths:
+        if isinstance(path, (str, os.PathLike)) and os.fspath(path) != SHIPPED and not os.path.exists(path):
+            raise FileNotFoundError(f"rule file not found: {os.fspath(path)}")
+    if target is not None and not isinstance(target, tvm.target.Target):
+        try:
+            tvm.target.Target(target)
+        except Exception as exc:  # TVM raises its own error types for a bad target
+            raise ValueError(f"invalid target {target!r}: {exc}") from None
+
+
 def resolve_rules(rules) -> RuleIndex:
     """None: the shipped proven rules; a path, or a list of paths ("shipped" naming the shipped files):
     the proven rules of those files; a list of Rules: as given."""
@@ -561,7 +596,9 @@ def _lowering_of(cost, default: str = "default") -> tuple[str, object]:
 
 
 def _close(a: np.ndarray, b: np.ndarray) -> bool:
-    """Equal up to float32 rounding, scaled by the reference's magnitude (NaN and inf where it has them).
+    """Equal up to rounding in their float type, scaled by the reference's magnitude (NaN and inf where it
+    has them): 1e-4 of it for float32 and wider, ten rounding steps (CLOSE_STEPS) for narrower floats,
+    where a merged matmul's reordered sums move float16 results by a few steps.
 
     A float64 difference, with the non-finite elements looked at only when some element fails: on a
     1x256x56x56 float32 pair 1.3 ms, against 9.0 ms for np.allclose on two float64 copies. Taken in
@@ -576,7 +613,7 @@ def _close(a: np.ndarray, b: np.ndarray) -> bool:
     blocks = range(0, flat_a.size, CLOSE_BLOCK)
     with np.errstate(all="ignore"):
         largest = max(_finite_max(np.abs(flat_a[i:i + CLOSE_BLOCK])) for i in blocks)
-        bound = 1e-4 * (1.0 + largest)
+        bound = _tolerance(a.dtype) * (1.0 + largest)
         for i in blocks:
             x, y = flat_a[i:i + CLOSE_BLOCK], flat_b[i:i + CLOSE_BLOCK]
             ok = np.abs(y.astype(np.float64) - x) <= bound  # exact: float32 - float32 in float64
@@ -590,6 +627,12 @@ def _close(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 CLOSE_BLOCK = 1 << 22  # elements _close compares at a time (32 MB of float64)
+CLOSE_RTOL = 1e-4  # of the reference's magnitude, for float32 and wider
+CLOSE_STEPS = 10  # rounding steps allowed for narrower floats (float16: 1e-2 of the magnitude)
+
+
+def _tolerance(dtype) -> float:
+    return max(CLOSE_RTOL, CLOSE_STEPS * float(np.finfo(dtype).eps))
 
 
 def _finite_max(magnitude: np.ndarray) -> float:
@@ -598,6 +641,24 @@ def _finite_max(magnitude: np.ndarray) -> float:
     if not np.isfinite(largest):
         largest = float(magnitude.max(initial=0.0, where=np.isfinite(magnitude)))
     return largest
+
+
+def _op_counts(graph: Graph, signature) -> dict[str, int]:
+    """Operators per kind as the emitted function has them: what is computed from constant weights alone
+    is emitted as constants (a folded batch norm's arithmetic is not an operator the model runs)."""
+    params = frozenset(signature.input_names) if signature is not None else frozenset()
+    counts: dict[str, int] = {}
+    for node, folded in zip(graph.nodes, weight_only(graph, params)):
+        if folded and node.op not in CONSTANT_OPS:
+            continue
+        counts[node.op] = counts.get(node.op, 0) + 1
+    return counts
+
+
+def _weights_as_parameters(func) -> int:
+    """How many parameters follow the function's `num_input` ones: weights, as TVM's importers mark them."""
+    num_input = func.attrs.get("num_input") if func.attrs is not None else None
+    return max(0, len(func.params) - int(num_input)) if num_input is not None else 0
 
 
 def _named_in(mod, name: str) -> bool:
@@ -626,8 +687,11 @@ TASOPass.__doc__ = """Graph superoptimization of every Relax function (a tvm.tra
 
 
 def taso_pipeline(target=None, cost=None, time_limit: float = DEFAULT_TIME_LIMIT, rules=None, check: bool = True,
-                  verify_speed: bool | None = None, layout: str | None = "auto"):
+                  verify_speed: bool | None = None, layout: str | None = "auto", **options):
     """TASOPass, then the build its cost model priced: `tvm.compile(mod, target, relax_pipeline="taso")`.
+
+    `options` are TASOPass's other arguments (min_gain, patience, seed, ...). Each function's report is
+    logged (logger "taso_relay.passes", level INFO), as every TASOPass logs it.
 
     TVM's default Relax pipeline follows, except with a cost model that tunes (cost="tuned"): the
     search was judged on MetaSchedule's kernels, so the kernels not yet in its database are tuned
@@ -635,11 +699,13 @@ def taso_pipeline(target=None, cost=None, time_limit: float = DEFAULT_TIME_LIMIT
     lowering instead, those kernels would run unscheduled.
     """
 
+    _check_arguments(target, cost, time_limit, rules, options.get("speed_budget", 10.0), options.get("patience"))
+
     @tvm.transform.module_pass(opt_level=0, name="taso_pipeline")
     def _pipeline(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
         where = target or tvm.target.Target.current(allow_none=True)  # tvm.compile's target: costs measured there
         taso = TASOPass(target=where, cost=cost, time_limit=time_limit, rules=rules, check=check,
-                        verify_speed=verify_speed, layout=layout)
+                        verify_speed=verify_speed, layout=layout, **options)
         with reusing_lowerings():  # the speed check's lowering of the result, tuning's and the build's: one
             mod = taso(mod)
             model = taso.cost_model()

@@ -462,3 +462,92 @@ def test_rule_files_add_to_the_shipped_rules_and_are_read_again_when_changed(tmp
     verify_file(path, workers=1, numerics=False)
     os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))  # a later write, surely
     assert len(resolve_rules(path).matchers) == 2
+
+
+@pytest.mark.parametrize("kwargs, error, words", [
+    ({"cost": "bogus"}, ValueError, "unknown cost model 'bogus'"),
+    ({"cost": object()}, TypeError, "cost must be"),
+    ({"time_limit": -1}, ValueError, "time_limit must be"),
+    ({"time_limit": "5"}, ValueError, "time_limit must be"),
+    ({"speed_budget": -5}, ValueError, "speed_budget must be"),
+    ({"patience": -1}, ValueError, "patience must be"),
+    ({"rules": "no_such_rules.json"}, FileNotFoundError, "no_such_rules.json"),
+    ({"rules": ["shipped", "no_such_rules.json"]}, FileNotFoundError, "no_such_rules.json"),
+    ({"target": "bogus"}, ValueError, "invalid target 'bogus'"),
+])
+def test_bad_arguments_are_refused_when_the_pass_is_made(kwargs, error, words):
+    """A typo is an error at once, not a warning at run time that looks like a model the pass could not read."""
+    with pytest.raises(error, match=words):
+        TASOPass(**kwargs)
+    with pytest.raises(error, match=words):
+        taso_pipeline(**kwargs)
+    TASOPass(time_limit=0, rules=["shipped"], target="llvm", cost="analytic")  # all fine
+
+
+def test_taso_pipeline_takes_the_pass_options_and_import_taso_relay_registers_it(resnet, run_module, rng):
+    import subprocess
+
+    ex = tvm.compile(resnet, TARGET, relax_pipeline=taso_pipeline(min_gain=0.0, patience=5, verify_speed=False))
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    inputs = random_inputs(resnet["main"].params, rng)
+    got = vm["main"](*[tvm.runtime.tensor(x) for x in inputs])
+    np.testing.assert_allclose(got.numpy(), run_module(resnet, inputs)[0], rtol=1e-4, atol=1e-5)
+    code = "import tvm, taso_relay; from tvm import relax; print('taso' in relax.pipeline.PIPELINE_MAP)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1])))
+    assert done.stdout.strip() == "True", done.stderr
+
+
+def test_report_counts_the_operators_the_emitted_function_runs(resnet):
+    """A folded batch norm's arithmetic on the weights is emitted as constants: not counted as operators."""
+    taso = TASOPass(verify_speed=False)
+    out = taso(resnet)
+    report = taso.report["main"]
+    assert report.status == "optimized" and any("h-bn-conv" in r for r in report.rewrites), report.summary()
+    assert report.ops_before["batch_norm"] == 2 and "batch_norm" not in report.ops_after
+    assert report.ops_after["conv2d"] == report.ops_before["conv2d"]
+    called = {}
+
+    @relax.expr_functor.visitor
+    class Count(relax.PyExprVisitor):
+        def visit_call_(self, call):
+            if isinstance(call.op, tvm.ir.Op):
+                called[call.op.name] = called.get(call.op.name, 0) + 1
+            super().visit_call_(call)
+
+    Count().visit_expr(out["main"])
+    assert "relax.nn.batch_norm" not in called and called["relax.nn.conv2d"] == report.ops_after["conv2d"]
+
+
+def test_float16_rewrite_within_float16_rounding_is_kept(run_module):
+    """Merging two matmuls reorders float16 sums by a few rounding steps: the check allows float16's own
+    rounding (ten steps of the output's scale), not float32's 1e-4, which refused every such rewrite."""
+    rng = np.random.default_rng(0)
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((64, 64), "float16"))
+    y = relax.Var("y", relax.TensorType((64, 64), "float16"))
+    w = relax.const((rng.standard_normal((64, 64)) * 0.1).astype("float16"))
+    with bb.function("main", [x, y]):
+        with bb.dataflow():
+            a = bb.emit(relax.op.matmul(relax.op.nn.relu(x), w))
+            b = bb.emit(relax.op.matmul(relax.op.nn.relu(y), w))
+            out = bb.emit_output(relax.op.add(a, b))
+        bb.emit_func_output(out)
+    mod = bb.get()
+    taso = TASOPass(verify_speed=False)
+    after = taso(mod)
+    report = taso.report["main"]
+    assert report.status == "optimized" and report.check.startswith("region: equal"), report.summary()
+    inputs = [rng.standard_normal((64, 64)).astype("float16") for _ in range(2)]
+    want, got = run_module(mod, inputs)[0].astype(np.float64), run_module(after, inputs)[0].astype(np.float64)
+    assert 0 < np.abs(got - want).max() <= 1e-2 * (1 + np.abs(want).max())  # rounded differently, within bound
+
+
+def test_weights_passed_as_parameters_are_named_in_a_warning():
+    from tvm.relax.frontend.onnx import from_onnx
+
+    mod = from_onnx(resnet_block(), keep_params_in_input=True)
+    taso = TASOPass(verify_speed=False)
+    with pytest.warns(UserWarning, match=r"parameters of 'main' after its first num_input are weights"):
+        taso(mod)
+    assert any("BindParams" in w for w in taso.report["main"].warnings)

@@ -21,6 +21,17 @@ def description(doc: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+def seconds(text: str) -> float:
+    """A number of seconds >= 0 (argparse type: a bad one exits 2 with the usage line)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text} s: must be 0 or more")
+    return value
+
+
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", type=Path, metavar="MODEL.onnx", help="the ONNX model")
     p.add_argument("--input-shape", action="append", default=[], metavar="NAME:D1,D2,...",
@@ -39,7 +50,7 @@ def add_taso_arguments(p: argparse.ArgumentParser) -> None:
                    help="cost model of the search: analytic (no compilation), measured (TVM default lowering, "
                         "timed on the target) or tuned (MetaSchedule, --max-trials-per-task per kernel, default 64; "
                         "compile then builds from that database); default: the pass's own choice")
-    p.add_argument("--time-limit", type=float, default=None, metavar="S",
+    p.add_argument("--time-limit", type=seconds, default=None, metavar="S",
                    help="seconds the search may take per function (default: the pass's own, 8); it also stops "
                         "after 100 expansions in a row without a cheaper graph (TASOPass(patience=...))")
     p.add_argument("--rules", action="append", default=None, metavar="FILE",

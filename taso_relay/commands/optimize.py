@@ -44,7 +44,7 @@ def run_optimize(args) -> int:
             "pinned": bool(args.input_shape),
             "changed": changed(taso.report),
             "functions": {name: report_dict(r) for name, r in taso.report.items()},
-            "pass_settings": {"cost": _describe(getattr(taso, "cost", args.cost)),
+            "pass_settings": {"cost": _describe(getattr(taso, "cost", args.cost)) or "analytic",
                               "time_limit": getattr(taso, "time_limit", args.time_limit),
                               "verify_speed": bool(getattr(taso, "verifies_speed", False)),
                               "layout": _layout(taso),
@@ -145,7 +145,7 @@ def _print(args, target, prepared, taso, result) -> None:
     if prepared.folded:
         print(f"folded   {prepared.folded} ONNX nodes into constants before import")
     settings = result["pass_settings"]
-    cost = settings["cost"] or "default"
+    cost = settings["cost"] or "analytic"
     speed = "; speed verified on the target" if settings.get("verify_speed") else ""
     print(f"target   {common.target_summary(target)}; cost model {cost}, time limit {settings['time_limit']} s{speed}")
     for line in format_report(taso.report):

@@ -158,7 +158,10 @@ def pin_input_shapes(model, shapes: Mapping[str, Sequence[int]]) -> list[Tensor]
             if ttype.HasField("shape") and len(ttype.shape.dim) != len(wanted):
                 raise InputError(f"--input-shape {value.name}: rank {len(wanted)} but the model's input "
                                  f"has rank {len(ttype.shape.dim)}")
-            for dim, size in zip(_dims(ttype, len(wanted)), wanted):
+            for axis, (dim, size) in enumerate(zip(_dims(ttype, len(wanted)), wanted)):
+                if dim.HasField("dim_value") and dim.dim_value > 0 and dim.dim_value != size:
+                    raise InputError(f"--input-shape {value.name}: dimension {axis} is fixed at {dim.dim_value} "
+                                     f"in the model, not {size}; only dynamic dimensions can be pinned")
                 dim.Clear()
                 dim.dim_value = size
         if not ttype.HasField("shape"):

@@ -57,6 +57,13 @@ def test_dynamic_batch_dimension_and_the_fix(cli, model_dir):
     assert status == 2 and "unknown input(s) y" in _one_clear_line(err)
 
 
+def test_input_shape_pins_only_dynamic_dimensions(cli, model_dir, small):
+    status, _, err = cli("optimize", model_dir / "dynamic_batch.onnx", "--input-shape", "x:1,3,9,8")
+    assert status == 2 and "dimension 2 is fixed at 8 in the model, not 9" in _one_clear_line(err)
+    status, _, err = cli("optimize", small, "--input-shape", "x:2,3,8,8")  # a static model's batch
+    assert status == 2 and "dimension 0 is fixed at 1" in _one_clear_line(err)
+
+
 def test_importer_failure_names_the_operator(cli, model_dir):
     # batch 2 contradicts the model's hard-coded Reshape to [1, 128]
     status, _, err = cli("optimize", model_dir / "dynamic_batch.onnx", "--input-shape", "x:2,3,8,8")
@@ -68,6 +75,9 @@ def test_usage_errors_are_one_line(cli, small):
     assert status == 2 and _one_clear_line(err)
     status, _, err = cli("optimize", small, "--cost", "free")
     assert status == 2 and "invalid choice" in _one_clear_line(err)
+    for bad, words in (("-1", "must be 0 or more"), ("abc", "is not a number of seconds"), ("nan", "0 or more")):
+        status, _, err = cli("optimize", small, "--time-limit", bad)
+        assert status == 2 and words in _one_clear_line(err)
 
 
 def test_unwritable_output(cli, small, tmp_path):
