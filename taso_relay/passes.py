@@ -92,7 +92,9 @@ class FunctionReport:
         ops = sum(v for k, v in self.ops_after.items() if k not in ("input", "weight", "constant"))
         kinds = ", ".join(f"{k} x{v}" if v > 1 else k for k, v in sorted(self.opaque_ops.items()))
         opaque = f"{self.opaque} opaque" + (f": {kinds}" if kinds else "")
-        line = f"{self.name}: {self.status}, {ops} ops ({opaque}), {self.seconds:.3f} s"
+        unread = not self.ops_before and self.warnings
+        read = "not read as a graph (the warning says why)" if unread else f"{ops} ops ({opaque})"
+        line = f"{self.name}: {self.status}, {read}, {self.seconds:.3f} s"
         if self.folded:
             line += f"\n  read with its shape values (R.shape_of) folded to constants by {self.folded}"
         if self.search is not None:

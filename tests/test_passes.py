@@ -148,6 +148,7 @@ def test_symbolic_function_passes_through_unchanged_with_a_warning():
         out = taso(mod)
     tvm.ir.assert_structural_equal(out, mod)
     assert taso.report["main"].status == "unchanged"
+    assert "main: unchanged, not read as a graph" in taso.report["main"].summary()
     assert any("symbolic" in w for w in taso.report["main"].warnings)
     # the warning says how to pin the size, and the pinned function is read
     (hint,) = [w for w in taso.report["main"].warnings if "symbolic" in w]
