@@ -104,9 +104,9 @@ def main(argv=None) -> int:
                 traceback.print_exc()
                 if getattr(exc, "detail", None):
                     print(exc.detail.rstrip(), file=sys.stderr)
-            kind = "error" if status == EXIT_INPUT else "internal error"
+            kind = getattr(exc, "kind", None) or ("error" if status == EXIT_INPUT else "internal error")
             message = _one_line(exc)
-            if status == EXIT_INTERNAL:
+            if status == EXIT_INTERNAL and not getattr(exc, "kind", None):
                 message = f"{type(exc).__name__}: {message}"
             print(f"taso-relay: {kind}: {message}", file=sys.stderr)
             if getattr(args, "json", False):

@@ -13,6 +13,12 @@ from .build import add_tuning_arguments, optimized_module, tune, tuning_records,
 from .report import changed
 
 
+class BuildError(RuntimeError):
+    """tvm.compile failed on the module: TVM's error, not taso-relay's (the CLI says which)."""
+
+    kind = "TVM could not build the model"
+
+
 def add_compile(sub) -> None:
     p = sub.add_parser("compile", help="optimize and compile an ONNX model into a deployable library",
                        description=common.description(__doc__))
@@ -91,7 +97,12 @@ def run_compile(args) -> int:
             # tuned: already lowered with its schedules. Else the target's default pipeline, which fuses
             # (TVM 0.27's plain tvm.compile does not, on CPU): what the cost model and speed check assume
             if executable is None:
-                executable = tvm.compile(mod, target) if tuning else compile_module(mod, target)
+                try:
+                    executable = tvm.compile(mod, target) if tuning else compile_module(mod, target)
+                except Exception as exc:  # TVM's own failure: said as such, with how to tell whether the pass matters
+                    hint = ("with --no-taso too: the model as imported" if args.no_taso
+                            else "try --no-taso to see whether the pass's rewrite is involved")
+                    raise BuildError(f"{common.first_line(exc)} ({hint})") from exc
         steps.step(f"writing {out.name}")
         try:
             executable.export_library(str(out))

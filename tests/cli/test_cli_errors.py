@@ -90,3 +90,16 @@ def test_json_errors_are_machine_readable(cli, tmp_path):
     status, out, err = cli("optimize", tmp_path / "nope.onnx", "--json")
     assert status == 2 and json.loads(out) == {"ok": False, "exit": 2,
                                                "error": f"no such model file: {tmp_path / 'nope.onnx'}"}
+
+
+def test_a_tvm_build_failure_is_said_to_be_tvms(cli, small, tmp_path, monkeypatch):
+    from taso_relay.cost import lowering
+
+    def fails(mod, target):
+        raise TypeError("Binary operators must have the same datatype for both operands")
+
+    monkeypatch.setattr(lowering, "compile_module", fails)
+    status, _, err = cli("compile", small, "-o", tmp_path / "m.so", "--no-taso")
+    assert status == 1 and "internal error" not in err
+    assert err.startswith("taso-relay: TVM could not build the model: Binary operators") and err.count("\n") == 1
+    assert "(with --no-taso too: the model as imported)" in err
