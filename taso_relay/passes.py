@@ -11,7 +11,9 @@ if it measures faster on the target.
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
+import numbers
 import os
 import time
 import warnings
@@ -289,7 +291,7 @@ class TASOOptimizer:
                           "weights passed at run time: the search cannot fold or merge them; bind them as "
                           "constants first (from_onnx(..., keep_params_in_input=False), or "
                           "relax.transform.BindParams)")
-        report.ops_before = report.ops_after = _op_counts(graph, imported.signature)
+        report.ops_before = report.ops_after = graph.op_counts()  # what the function as given calls
         report.opaque = report.ops_before.get("opaque", 0)
         for i in graph.nodes_of("opaque"):
             label = graph.nodes[i].attr("label")
@@ -533,9 +535,10 @@ def _check_arguments(target, cost, time_limit, rules, speed_budget, patience) ->
         raise TypeError(f"cost must be a name ({', '.join(COST_MODELS)}), a cost model with graph_cost(graph), "
                         f"or a callable; got {type(cost).__name__}")
     for name, value, least in (("time_limit", time_limit, 0.0), ("speed_budget", speed_budget, 0.0)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= least:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value >= least:
             raise ValueError(f"{name} must be a number of seconds >= {least:g}, got {value!r}")
-    if patience is not None and (isinstance(patience, bool) or not isinstance(patience, int) or patience < 0):
+    if patience is not None and (isinstance(patience, bool) or not isinstance(patience, numbers.Integral)
+                                 or patience < 0):
         raise ValueError(f"patience must be None or an int >= 0, got {patience!r}")
     paths = [rules] if isinstance(rules, (str, os.PathLike)) else (
         list(rules) if isinstance(rules, (list, tuple)) else [])
@@ -702,6 +705,10 @@ def taso_pipeline(target=None, cost=None, time_limit: float = DEFAULT_TIME_LIMIT
     """
 
     _check_arguments(target, cost, time_limit, rules, options.get("speed_budget", 10.0), options.get("patience"))
+    try:  # an option TASOPass does not take is refused now, not when tvm.compile runs the pipeline
+        inspect.signature(TASOOptimizer.__init__).bind(None, **options)
+    except TypeError as exc:
+        raise TypeError(f"taso_pipeline: {exc}") from None
 
     @tvm.transform.module_pass(opt_level=0, name="taso_pipeline")
     def _pipeline(mod: tvm.IRModule, _ctx) -> tvm.IRModule:

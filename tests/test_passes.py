@@ -483,6 +483,9 @@ def test_bad_arguments_are_refused_when_the_pass_is_made(kwargs, error, words):
     with pytest.raises(error, match=words):
         taso_pipeline(**kwargs)
     TASOPass(time_limit=0, rules=["shipped"], target="llvm", cost="analytic")  # all fine
+    TASOPass(time_limit=np.float32(5), patience=np.int64(5), speed_budget=float("inf"))
+    with pytest.raises(TypeError, match="taso_pipeline: .*min_gian"):
+        taso_pipeline(min_gian=0.0)  # a misspelt option: now, not inside tvm.compile
 
 
 def test_taso_pipeline_takes_the_pass_options_and_import_taso_relay_registers_it(resnet, run_module, rng):
