@@ -11,7 +11,6 @@ if it measures faster on the target.
 from __future__ import annotations
 
 import functools
-import inspect
 import logging
 import numbers
 import os
@@ -272,7 +271,8 @@ class TASOOptimizer:
             warnings.warn(message, stacklevel=2)
         for message in report.notes:
             logger.info(message)
-        logger.info(report.summary())
+        if logger.isEnabledFor(logging.INFO):
+            logger.info(report.summary())
         return result
 
     def _transform(self, func, mod, report: FunctionReport):
@@ -704,11 +704,9 @@ def taso_pipeline(target=None, cost=None, time_limit: float = DEFAULT_TIME_LIMIT
     lowering instead, those kernels would run unscheduled.
     """
 
-    _check_arguments(target, cost, time_limit, rules, options.get("speed_budget", 10.0), options.get("patience"))
-    try:  # an option TASOPass does not take is refused now, not when tvm.compile runs the pipeline
-        inspect.signature(TASOOptimizer.__init__).bind(None, **options)
-    except TypeError as exc:
-        raise TypeError(f"taso_pipeline: {exc}") from None
+    # every argument checked now (the pass's own checks), not when tvm.compile runs the pipeline
+    TASOOptimizer(target=target, cost=cost, time_limit=time_limit, rules=rules, check=check,
+                  verify_speed=verify_speed, layout=layout, **options)
 
     @tvm.transform.module_pass(opt_level=0, name="taso_pipeline")
     def _pipeline(mod: tvm.IRModule, _ctx) -> tvm.IRModule:

@@ -484,7 +484,7 @@ def test_bad_arguments_are_refused_when_the_pass_is_made(kwargs, error, words):
         taso_pipeline(**kwargs)
     TASOPass(time_limit=0, rules=["shipped"], target="llvm", cost="analytic")  # all fine
     TASOPass(time_limit=np.float32(5), patience=np.int64(5), speed_budget=float("inf"))
-    with pytest.raises(TypeError, match="taso_pipeline: .*min_gian"):
+    with pytest.raises(TypeError, match="min_gian"):
         taso_pipeline(min_gian=0.0)  # a misspelt option: now, not inside tvm.compile
 
 
