@@ -26,6 +26,7 @@ from .ops_table import Unsupported, tensor_spec
 from .records import CallRecord, Export, ExportRef, Signature, is_tensor_leaf, is_value_var, leaves, template_key
 
 CALL_TIR = tvm.ir.Op.get("relax.call_tir")
+DROPOUT = tvm.ir.Op.get("relax.nn.dropout")
 
 
 class NothingToDo(Unsupported):
@@ -40,7 +41,8 @@ class Imported(NamedTuple):
 
 @dataclass(frozen=True)
 class TupleVal:
-    """A tuple-typed Relax value: items are Refs, TupleVals, or None (an unused batch-norm statistic)."""
+    """A tuple-typed Relax value: items are Refs, TupleVals, or None (an unused batch-norm statistic or dropout
+    mask)."""
 
     items: tuple
 
@@ -241,10 +243,14 @@ class _Importer:
             self.records[self.owner[source]][2].append(int(tgi.index))
         item = self.env[source].items[int(tgi.index)]
         if item is None and self.uses.get(var):
-            raise Unsupported(f"'{var.name}' uses a batch-norm statistic")  # excluded by _bn_stats_used
+            raise Unsupported(f"'{var.name}' uses a batch-norm statistic or a dropout mask")  # see _bn_stats_used
         return item
 
     def _call(self, var, call):
+        if (call.op.same_as(DROPOUT) and isinstance(var, relax.DataflowVar)
+                and not self._bn_stats_used(var) and isinstance(self._value(call.args[0]), Ref)):
+            # TVM legalizes dropout to its input (inference); read opaque it would block every rewrite across it
+            return TupleVal((self._value(call.args[0]), None))
         try:
             return self._modelled(var, call)
         except (Unsupported, GraphError):
@@ -312,6 +318,7 @@ class _Importer:
         return refs[-1]
 
     def _bn_stats_used(self, var) -> bool:
+        """Whether anything but item 0 of the tuple `var` (batch norm's statistics, dropout's mask) is used."""
         for user in self.uses.get(var, []):
             value = getattr(user, "value", None)
             if not isinstance(value, relax.TupleGetItem):

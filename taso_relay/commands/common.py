@@ -10,6 +10,7 @@ import warnings
 from pathlib import Path
 
 from ..onnx_io.errors import InputError
+from ..search.report import json_ready
 
 COST_MODELS = ("analytic", "measured", "tuned")
 
@@ -232,7 +233,14 @@ def quiet_output():
 
 
 def print_json(data) -> None:
-    print(json.dumps(data, indent=2, default=_json_default))
+    print(_dumps(data))
+
+
+def _dumps(data) -> str:
+    """Strict JSON (no Infinity/NaN, which JSON readers refuse): values are made plain first, then non-finite
+    floats become null."""
+    plain = json.loads(json.dumps(data, default=_json_default))
+    return json.dumps(json_ready(plain), indent=2, allow_nan=False)
 
 
 def _json_default(value):
@@ -246,7 +254,7 @@ def _json_default(value):
 
 
 def write_json(path, data) -> None:
-    Path(path).write_text(json.dumps(data, indent=2, default=_json_default) + "\n")
+    Path(path).write_text(_dumps(data) + "\n")
 
 
 def output_path(path) -> Path:

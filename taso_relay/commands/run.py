@@ -7,6 +7,7 @@ order. `--outputs out.npz` saves the results under the model's output names.
 from __future__ import annotations
 
 import json
+import sys
 import zipfile
 from pathlib import Path
 
@@ -41,6 +42,11 @@ def load_sidecar(library: Path) -> dict | None:
         raise common.InputError(f"{path} is not a valid description of the library: {exc}") from None
 
 
+def _note(text: str) -> None:
+    """A conversion the user may not expect, said on stderr (stdout stays the result)."""
+    print(f"taso-relay: note: {text}", file=sys.stderr)
+
+
 def read_inputs(path: Path, specs: list[dict] | None) -> list[np.ndarray]:
     if not path.is_file():
         raise common.InputError(f"no such inputs file: {path}")
@@ -53,6 +59,9 @@ def read_inputs(path: Path, specs: list[dict] | None) -> list[np.ndarray]:
         return list(arrays.values())
     if len(specs) == 1 and len(arrays) == 1:
         values = list(arrays.values())
+        (key,) = arrays
+        if key not in (specs[0]["name"], specs[0].get("param")):
+            _note(f"the one array in {path.name}, '{key}', is taken as input '{specs[0]['name']}'")
     else:
         values = []
         for spec in specs:
@@ -71,6 +80,8 @@ def read_inputs(path: Path, specs: list[dict] | None) -> list[np.ndarray]:
                                     f"{list(want)}")
         if spec.get("dtype") not in (None, "unknown") and str(value.dtype) != spec["dtype"]:
             if np.can_cast(value.dtype, spec["dtype"], casting="same_kind"):
+                if not np.can_cast(value.dtype, spec["dtype"], casting="safe"):
+                    _note(f"input '{spec['name']}' is {value.dtype}, rounded to the model's {spec['dtype']}")
                 value = value.astype(spec["dtype"])
             else:
                 raise common.InputError(f"input '{spec['name']}' is {value.dtype}, the model takes {spec['dtype']}")

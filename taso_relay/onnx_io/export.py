@@ -232,7 +232,7 @@ def export_graph(graph: Graph, signature, input_names: Sequence[str], output_nam
     if len(order) != len(output_names):
         raise ExportError(f"the function returns {len(order)} tensors but the model has {len(output_names)} outputs")
 
-    w = Writer()
+    w = Writer(reserved=(*input_names, *output_names))
     w.module = module
     values: list[list[str]] = []
     known: dict[int, list[np.ndarray]] = {}  # nodes computed from weights and constants only
@@ -263,10 +263,15 @@ def export_graph(graph: Graph, signature, input_names: Sequence[str], output_nam
             if emit is None:
                 raise ExportError(f"graph operator '{node.op}' has no ONNX form")
             values.append(emit(w, a, xs, ins, list(node.types)))
-    outputs = []
+    outputs, named = [], set()
     for onnx_name, k in zip(output_names, order):
         ref = graph.outputs[k]
-        w.nodes.append(helper.make_node("Identity", [values[ref.node][ref.index]], [onnx_name], name=w.name("out")))
+        value = values[ref.node][ref.index]
+        if onnx_name not in named and value != onnx_name:  # a tensor listed twice, an input returned: named once
+            if onnx_name in input_names:
+                raise ExportError(f"output '{onnx_name}' is also an input, but the graph computes it")
+            w.nodes.append(helper.make_node("Identity", [value], [onnx_name], name=w.name("out")))
+        named.add(onnx_name)
         t = graph.type_of(ref)
         outputs.append(helper.make_tensor_value_info(onnx_name, elem_type(t.dtype), list(t.shape)))
     used = {i for n in w.nodes for i in n.input}
@@ -338,6 +343,10 @@ def export_module(mod, prepared, func: str = "main", graph=None, signature=None,
                              [t.name for t in prepared.outputs], module=mod)
     except ExportError as exc:
         return Exported(prepared.model, False, str(exc))
+    except Exception as exc:  # noqa: BLE001 - e.g. onnx.checker refusing what was written: the input model
+        text = str(exc).strip()
+        return Exported(prepared.model, False, f"the ONNX writer failed: {type(exc).__name__}: "
+                                               f"{text.splitlines()[0] if text else ''}")
     if not check:
         return Exported(model, True)
     ok, diff, why = check_numerics(prepared.original, model, prepared.inputs, seed=seed)

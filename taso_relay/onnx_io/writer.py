@@ -24,12 +24,16 @@ def elem_type(dtype: str) -> int:
 class Writer:
     """Accumulates ONNX nodes and initializers with unique names."""
 
-    def __init__(self):
+    def __init__(self, reserved=()):
         self.nodes, self.inits, self.count = [], [], 0
         self.module = None  # the IRModule whose PrimFuncs opaque call_tirs call (export_graph's module)
+        # the model's own input and output names, which a made-up name must not take ("add_5", "w_1")
+        self.reserved = set(reserved)
 
     def name(self, base: str) -> str:
         self.count += 1
+        while f"{base}_{self.count}" in self.reserved:
+            self.count += 1
         return f"{base}_{self.count}"
 
     def const(self, value, base: str = "c") -> str:

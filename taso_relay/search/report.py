@@ -2,7 +2,19 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field, fields
+
+
+def json_ready(value):
+    """`value` with every infinite or NaN float made None: strict JSON has no Infinity (``--time-limit inf``)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(v) for v in value]
+    return value
 
 
 @dataclass(frozen=True)
@@ -60,7 +72,7 @@ class SearchReport:
         return data
 
     def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent)
+        return json.dumps(json_ready(self.to_dict()), indent=indent, allow_nan=False)
 
     @classmethod
     def from_dict(cls, data: dict) -> "SearchReport":

@@ -177,6 +177,32 @@ def test_batch_norm_with_used_statistics_stays_opaque():
     tvm.ir.assert_structural_equal(roundtrip(mod["main"]), mod["main"])
 
 
+def test_dropout_is_read_as_its_input_unless_its_mask_is_used(run_module, rng):
+    """TVM runs dropout as the identity (inference); read as an opaque call it would block rewrites across it."""
+    def make(bb, x, w):
+        out = bb.emit(op.nn.dropout(x, 0.3))
+        return op.matmul(bb.emit(relax.TupleGetItem(out, 0)), w)
+
+    mod = single(make, (4, 6), (6, 5))
+    imported = graph_from_function(mod["main"])
+    assert imported.graph.op_counts() == {"input": 2, "matmul": 1}
+    inputs = _inputs(mod, rng)
+    (want,) = run_module(mod, inputs)
+    (got,) = evaluate(imported.graph, dict(zip(imported.graph.input_names, inputs)))
+    (again,) = run_module(tvm.IRModule({"main": function_from_graph(imported.graph, "main", imported.signature)}),
+                          inputs)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(again, want, rtol=1e-5, atol=1e-6)
+
+    def mask_too(bb, x):
+        out = bb.emit(op.nn.dropout(x, 0.3))
+        return relax.Tuple([bb.emit(relax.TupleGetItem(out, 0)), bb.emit(relax.TupleGetItem(out, 1))])
+
+    mod = single(mask_too, (4, 6))
+    assert graph_from_function(mod["main"]).graph.op_counts().get("opaque") == 1
+    tvm.ir.assert_structural_equal(roundtrip(mod["main"]), mod["main"])
+
+
 TAKES = {  # (index, axis, mode) -> the index taken
     "fast": ((1, 0, "fast"), 1), "negative_axis": ((1, -1, "fast"), 1), "wrap_negative": ((-1, 1, "wrap"), 3),
     "wrap_past_end": ((5, 0, "wrap"), 2), "clip_past_end": ((9, 0, "clip"), 2), "clip_negative": ((-3, 1, "clip"), 0),

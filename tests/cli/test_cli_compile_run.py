@@ -53,6 +53,12 @@ def test_run_json_random_inputs_and_bad_inputs(cli, small, tmp_path):
     status, _, err = cli("run", lib, "--inputs", named)
     assert status == 2 and "has no array 'x'" in err
 
+    loose = tmp_path / "loose.npz"  # float64 under another name: taken and rounded, and said so
+    np.savez(loose, data=np.full((1, 3, 8, 8), 0.1))
+    status, out, err = cli("run", lib, "--inputs", loose, "--json")
+    assert status == 0 and json.loads(out)["outputs"][0]["shape"] == [1, 5]
+    assert "'data', is taken as input 'x'" in err and "input 'x' is float64, rounded to the model's float32" in err
+
     status, _, err = cli("run", tmp_path / "missing.so")
     assert status == 2 and err.strip() == f"taso-relay: error: no such library: {tmp_path / 'missing.so'}"
 

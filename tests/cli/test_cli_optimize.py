@@ -57,6 +57,20 @@ def test_optimize_json_and_pass_settings(cli, small):
     assert err == ""  # no progress bar when stderr is not a terminal
 
 
+def test_optimize_json_is_strict_without_a_time_limit(cli, small, tmp_path):
+    """`--time-limit inf` (no limit) is written as null: strict JSON readers refuse Infinity."""
+    status, out, err = cli("optimize", small, "--json", "--cost", "analytic", "--time-limit", "inf",
+                           "--report", tmp_path / "r.json")
+    assert status == 0, err
+
+    def refuse(constant):
+        raise ValueError(f"non-standard JSON constant {constant}")
+    for text in (out, (tmp_path / "r.json").read_text()):
+        result = json.loads(text, parse_constant=refuse)
+        assert result["time_limit"] is None
+        assert result["functions"]["main"]["status"] in ("optimized", "unchanged")
+
+
 @pytest.mark.parametrize("name", ["small.onnx", "dynamic_pad.onnx"])  # the search finds rewrites / none
 def test_optimize_prints_the_search_once(cli, model_dir, name):
     """The function's summary carries the search; the report adds only what it leaves out."""

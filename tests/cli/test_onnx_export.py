@@ -104,3 +104,27 @@ def test_opaque_nodes_are_refused_by_name():
     sig = SimpleNamespace(input_names=("x",), result=(0,), exports=())
     with pytest.raises(ExportError, match="relax.topk"):
         export_graph(graph, sig, ["x"], ["y"])
+
+
+def test_the_models_own_names_are_kept_free_and_each_output_named_once():
+    """Exporters name tensors "add_5" or "w_1" too, list one tensor twice as an output, or return an input:
+    the written model must stay valid ONNX (SSA) and compute the same."""
+    onnx = pytest.importorskip("onnx")
+    g = GraphBuilder()
+    x = g.input("in0", (4, 8))
+    y = g.op("relu", g.op("matmul", x, _w(g, "w", (8, 8))))
+    z = g.op("add", y, _w(g, "b", (4, 8), seed=2))
+    graph = g.build([y, z, y, x])
+    sig = SimpleNamespace(input_names=("in0",), result=(0, 1, 2, 3), exports=())
+    names = ["relu_4", "add_5", "relu_4", "w_1"]
+    model = export_graph(graph, sig, ["w_1"], names)
+    onnx.checker.check_model(model, full_check=True)
+    assert [o.name for o in model.graph.output] == names
+    made = {t.name for t in model.graph.initializer} | {o for n in model.graph.node for o in n.output}
+    assert len([n for n in model.graph.node for o in n.output if o in names]) == 2  # relu_4 and add_5, once each
+    assert "w_1" not in made
+    feed = np.random.default_rng(0).uniform(-1, 1, (4, 8)).astype("float32")
+    got = run_onnxruntime(model, {"w_1": feed})
+    want = evaluate(graph, {"in0": feed})
+    for a, b in zip(want, got):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
