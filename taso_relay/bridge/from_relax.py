@@ -323,8 +323,8 @@ class _Importer:
             value = getattr(user, "value", None)
             if not isinstance(value, relax.TupleGetItem):
                 return True
-            if int(value.index) != 0 and self.uses.get(user.var):
-                return True
+            if int(value.index) != 0 and (self.uses.get(user.var) or not isinstance(user.var, relax.DataflowVar)):
+                return True  # used, or bound as an output of the dataflow block
         return False
 
     def _opaque(self, var, call):
@@ -359,7 +359,7 @@ class _Importer:
             return self.outputs[value]
         if isinstance(value, TupleVal):
             return tuple(self._structure(v) for v in value.items)
-        raise Unsupported("a batch-norm statistic leaves the dataflow block")
+        raise Unsupported("a batch-norm statistic or dropout mask leaves the dataflow block")
 
     def _result(self, expr, export_of):
         if is_value_var(expr) and expr in export_of:

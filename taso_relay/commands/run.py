@@ -47,6 +47,22 @@ def _note(text: str) -> None:
     print(f"taso-relay: note: {text}", file=sys.stderr)
 
 
+def _narrow(value: np.ndarray, spec: dict) -> np.ndarray:
+    """`value` as the model's dtype: a float rounded (said so), an integer only if every value fits."""
+    want = np.dtype(spec["dtype"])
+    if np.can_cast(value.dtype, want, casting="safe"):
+        return value.astype(want)
+    if want.kind in "iu":
+        info = np.iinfo(want)
+        if value.size and (value.min() < info.min or value.max() > info.max):
+            raise common.InputError(f"input '{spec['name']}' is {value.dtype} with values outside the model's "
+                                    f"{want} ({value.min()} to {value.max()})")
+        _note(f"input '{spec['name']}' is {value.dtype}, converted to the model's {want}")
+    else:
+        _note(f"input '{spec['name']}' is {value.dtype}, rounded to the model's {want}")
+    return value.astype(want)
+
+
 def read_inputs(path: Path, specs: list[dict] | None) -> list[np.ndarray]:
     if not path.is_file():
         raise common.InputError(f"no such inputs file: {path}")
@@ -80,9 +96,7 @@ def read_inputs(path: Path, specs: list[dict] | None) -> list[np.ndarray]:
                                     f"{list(want)}")
         if spec.get("dtype") not in (None, "unknown") and str(value.dtype) != spec["dtype"]:
             if np.can_cast(value.dtype, spec["dtype"], casting="same_kind"):
-                if not np.can_cast(value.dtype, spec["dtype"], casting="safe"):
-                    _note(f"input '{spec['name']}' is {value.dtype}, rounded to the model's {spec['dtype']}")
-                value = value.astype(spec["dtype"])
+                value = _narrow(value, spec)
             else:
                 raise common.InputError(f"input '{spec['name']}' is {value.dtype}, the model takes {spec['dtype']}")
         out.append(value)

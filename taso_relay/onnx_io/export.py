@@ -345,8 +345,8 @@ def export_module(mod, prepared, func: str = "main", graph=None, signature=None,
         return Exported(prepared.model, False, str(exc))
     except Exception as exc:  # noqa: BLE001 - e.g. onnx.checker refusing what was written: the input model
         text = str(exc).strip()
-        return Exported(prepared.model, False, f"the ONNX writer failed: {type(exc).__name__}: "
-                                               f"{text.splitlines()[0] if text else ''}")
+        detail = f": {text.splitlines()[0]}" if text else ""
+        return Exported(prepared.model, False, f"the ONNX writer failed: {type(exc).__name__}{detail}")
     if not check:
         return Exported(model, True)
     ok, diff, why = check_numerics(prepared.original, model, prepared.inputs, seed=seed)

@@ -202,6 +202,26 @@ def test_dropout_is_read_as_its_input_unless_its_mask_is_used(run_module, rng):
     assert graph_from_function(mod["main"]).graph.op_counts().get("opaque") == 1
     tvm.ir.assert_structural_equal(roundtrip(mod["main"]), mod["main"])
 
+    # the mask bound as an output of the block, though not returned: opaque too, not a refusal
+    x = relax.Var("x", relax.TensorType((4, 6), F32))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit(op.nn.dropout(bb.emit(op.nn.relu(x)), 0.3))
+            bb.emit_output(relax.TupleGetItem(out, 1))
+            kept = bb.emit_output(relax.TupleGetItem(out, 0))
+        bb.emit_func_output(kept)
+    assert graph_from_function(bb.get()["main"]).graph.op_counts().get("opaque") == 1
+
+    # dropout's output returned as is: the function returns its input
+    mod = single(lambda bb, x: relax.TupleGetItem(bb.emit(op.nn.dropout(x, 0.3)), 0), (4, 6))
+    imported = graph_from_function(mod["main"])
+    assert imported.graph.op_counts() == {"input": 1}
+    inputs = _inputs(mod, rng)
+    (again,) = run_module(tvm.IRModule({"main": function_from_graph(imported.graph, "main", imported.signature)}),
+                          inputs)
+    np.testing.assert_array_equal(again, inputs[0])
+
 
 TAKES = {  # (index, axis, mode) -> the index taken
     "fast": ((1, 0, "fast"), 1), "negative_axis": ((1, -1, "fast"), 1), "wrap_negative": ((-1, 1, "wrap"), 3),

@@ -93,6 +93,20 @@ def test_run_draws_token_ids_inside_their_tables(cli, tmp_path):
     np.testing.assert_allclose(next(iter(np.load(out).values())), want[0], rtol=1e-5, atol=1e-6)
 
 
+def test_inputs_are_narrowed_only_where_the_values_fit(capsys):
+    from taso_relay.commands.run import _narrow
+    from taso_relay.onnx_io.errors import InputError
+
+    spec = {"name": "ids", "dtype": "int32"}
+    got = _narrow(np.array([1, 2**20], "int64"), spec)
+    assert got.dtype == np.int32 and got.tolist() == [1, 2**20]
+    assert "is int64, converted to the model's int32" in capsys.readouterr().err
+    with pytest.raises(InputError, match="values outside the model's int32"):
+        _narrow(np.array([2**40], "int64"), spec)
+    assert _narrow(np.array([1.5], "float64"), {"name": "x", "dtype": "float32"}).dtype == np.float32
+    assert "rounded to the model's float32" in capsys.readouterr().err
+
+
 def test_repeated_output_names_get_their_own_keys():
     from taso_relay.commands.run import _unique
 

@@ -128,3 +128,24 @@ def test_the_models_own_names_are_kept_free_and_each_output_named_once():
     want = evaluate(graph, {"in0": feed})
     for a, b in zip(want, got):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+def test_a_writer_failure_writes_the_input_model_with_the_reason(monkeypatch):
+    from taso_relay.onnx_io import export
+
+    def broken(*args, **kwargs):
+        raise ValueError("checker says no\nsecond line")
+    monkeypatch.setattr(export, "export_graph", broken)
+    prepared = SimpleNamespace(model="the input model", inputs=[], outputs=[])
+    got = export.export_module(None, prepared, graph=object(), signature=object())
+    assert got.model == "the input model" and got.exported is False
+    assert got.reason == "the ONNX writer failed: ValueError: checker says no"
+
+
+def test_an_output_named_like_an_input_but_computed_is_refused():
+    g = GraphBuilder()
+    x = g.input("in0", (2, 2))
+    graph = g.build([g.op("relu", x)])
+    sig = SimpleNamespace(input_names=("in0",), result=(0,), exports=())
+    with pytest.raises(ExportError, match="output 'x' is also an input"):
+        export_graph(graph, sig, ["x"], ["x"])
