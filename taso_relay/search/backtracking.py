@@ -171,6 +171,23 @@ class _Search:
                 continue  # the best improved since this was queued
             self.expansions += 1
             self.expand(item)
+        if self.stopped_by == "time":
+            self.build_cheapest_queued()
+
+    def build_cheapest_queued(self, tries: int = 3) -> None:
+        """Out of time: build (not expand) the cheapest rewrite priced but not yet built, if it beats the
+        best. A wide graph (40 convs on one input: thousands of pairwise merges) can spend the whole limit
+        pricing its first expansion; this keeps the best of what it priced, for the cost of one rewrite.
+        The result is recosted in full at the end like any other."""
+        for _ in range(tries):
+            if not self.heap or self.heap[0][0] >= self.best.cost * (1 - REL_TOL):
+                return
+            cost, _, item = heapq.heappop(self.heap)
+            if isinstance(item, _Pending):
+                built = self.materialize(item, cost)
+                item.parent.release()
+                if built is not None:
+                    return
 
     def out_of_time(self) -> bool:
         if time.perf_counter() > self.deadline:

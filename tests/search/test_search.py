@@ -152,6 +152,23 @@ def test_the_budget_and_the_time_limit_are_honoured():
     assert time.perf_counter() - start < 0.5 + 1.5
 
 
+def test_a_search_out_of_time_builds_the_cheapest_rewrite_it_priced(monkeypatch):
+    """A wide graph can spend the whole limit pricing its first expansion: what it priced is not lost."""
+    from taso_relay.search import backtracking
+
+    expand = backtracking._Search.expand
+
+    def expand_then_run_out(self, state):
+        expand(self, state)
+        self.deadline = float("-inf")
+    monkeypatch.setattr(backtracking._Search, "expand", expand_then_run_out)
+    g = two_convs()
+    best, report = optimize(g, RULES, OpCost())
+    assert report.stopped_by == "time" and report.expansions == 1
+    assert [a.rule_id for a in report.applied] == ["merge-parallel-conv"] and report.cost_after == 11
+    assert_same_outputs(g, best)
+
+
 def test_a_plain_callable_is_a_cost_model_too():
     g = two_convs()
     best, report = optimize(g, RULES, OpCost().graph_cost)
