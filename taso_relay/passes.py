@@ -171,7 +171,8 @@ class TASOOptimizer:
         self.min_gain = min_gain
         self.verify_speed = verify_speed
         self.speed_budget = speed_budget
-        self.report: dict[str, FunctionReport] = {}
+        self.report: dict[str, FunctionReport] = {}  # of the latest run, by function name
+        self._run = None  # the handle of the module being transformed (TVM passes one per run)
         self._cost_model = None
         self._compiled = {}  # verify_speed: executables by module hash, so the original is built once
         # keep the speed check's build of the module returned, for take_build (a whole model: off by default)
@@ -249,6 +250,9 @@ class TASOOptimizer:
     # ---- pass body --------------------------------------------------------------
     def transform_function(self, func, mod, ctx):
         name = _global_name(func, mod)
+        run = mod.__chandle__()  # one module per run: a pass object run again reports the new run only
+        if run != self._run:
+            self._run, self.report = run, {}
         report = self.report[name] = FunctionReport(name)
         start = time.perf_counter()
         result = func

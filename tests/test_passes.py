@@ -141,6 +141,27 @@ def test_taso_pipeline_with_a_tuned_model_builds_from_its_database(resnet, run_m
     assert tuned == [] and lowered == []
 
 
+def test_a_pass_run_again_reports_its_latest_run_only():
+    @tvm.script.ir_module
+    class Two:
+        @R.function
+        def helper(x: R.Tensor((2, 3), "float32")) -> R.Tensor((2, 3), "float32"):
+            return x
+
+        @R.function
+        def main(x: R.Tensor((2, 3), "float32")) -> R.Tensor((2, 3), "float32"):
+            with R.dataflow():
+                y = R.nn.relu(x)
+                R.output(y)
+            return y
+
+    taso = TASOPass()
+    taso(Two)
+    assert sorted(taso.report) == ["helper", "main"]
+    taso(tvm.IRModule({"main": Two["main"]}))
+    assert sorted(taso.report) == ["main"]  # not helper's report from the run before
+
+
 def test_symbolic_function_passes_through_unchanged_with_a_warning():
     mod = import_onnx(resnet_block(batch="N"))
     taso = TASOPass()
