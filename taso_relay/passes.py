@@ -100,6 +100,8 @@ class FunctionReport:
             line += f"\n  read with its shape values (R.shape_of) folded to constants by {self.folded}"
         if self.search is not None:
             line += "\n  " + self.search.to_text().replace("\n", "\n  ")
+            if self.status == "unchanged" and self.search.applied and not self.refused:
+                line += "\n  (none applied: the predicted gain is under min_gain)"
         if self.check:
             line += f"\n  numeric check: {self.check}"
         for check in self.speed_tried or ([self.speed] if self.speed is not None else []):
@@ -283,18 +285,19 @@ class TASOOptimizer:
         if func.attrs is not None and any(k in func.attrs for k in SKIPPED_ATTRS):
             report.status = "skipped"
             return func
-        imported = graph_from_function(func, report.name, mod)
-        if imported is None:
-            report.status = "skipped" if not _has_bindings(func) else "unchanged"
-            return func
-        graph = imported.graph
-        report.folded = imported.folded
+        # said first: weights as parameters also make shapes values (R.shape bindings) the graph cannot read
         weights = _weights_as_parameters(func)
         if weights:
             warnings.warn(f"taso_relay: {weights} parameters of '{report.name}' after its first num_input are "
                           "weights passed at run time: the search cannot fold or merge them; bind them as "
                           "constants first (from_onnx(..., keep_params_in_input=False), or "
                           "relax.transform.BindParams)")
+        imported = graph_from_function(func, report.name, mod)
+        if imported is None:
+            report.status = "skipped" if not _has_bindings(func) else "unchanged"
+            return func
+        graph = imported.graph
+        report.folded = imported.folded
         report.ops_before = report.ops_after = graph.op_counts()  # what the function as given calls
         report.opaque = report.ops_before.get("opaque", 0)
         for i in graph.nodes_of("opaque"):

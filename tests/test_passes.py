@@ -74,6 +74,7 @@ def test_untouched_pass_keeps_the_module_and_reports(resnet):
     assert report.ops_before["conv2d"] == 2 and report.ops_before["batch_norm"] == 2
     assert report.opaque == 0 and report.seconds > 0 and report.warnings == []
     assert "main: unchanged" in report.summary()
+    assert report.search.applied and "none applied: the predicted gain is under min_gain" in report.summary()
 
 
 def test_taso_pipeline_compiles(unmodelled, run_module, rng):
@@ -576,3 +577,25 @@ def test_weights_passed_as_parameters_are_named_in_a_warning():
     with pytest.warns(UserWarning, match=r"parameters of 'main' after its first num_input are weights"):
         taso(mod)
     assert any("BindParams" in w for w in taso.report["main"].warnings)
+
+
+def test_weights_as_parameters_are_named_even_where_they_stop_the_import():
+    """An Expand whose shape is an initializer: kept as a parameter, it is an R.shape value the graph cannot
+    read; the warning must still say why (weights at run time), not only what the bridge could not read."""
+    from onnx import TensorProto, helper, numpy_helper
+    from tvm.relax.frontend.onnx import from_onnx
+
+    graph = helper.make_graph(
+        [helper.make_node("Expand", ["x", "shape"], ["e"]), helper.make_node("MatMul", ["e", "w"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+        [numpy_helper.from_array(np.array([2, 3], np.int64), "shape"),
+         numpy_helper.from_array(np.ones((3, 4), np.float32), "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
+    taso = TASOPass(verify_speed=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        taso(from_onnx(model, keep_params_in_input=True))
+    report = taso.report["main"]
+    assert report.status == "unchanged"
+    assert any("keep_params_in_input=False" in w for w in report.warnings), report.warnings

@@ -106,6 +106,19 @@ def _variance(w: Writer, call, xs, ins, outs):
     return [w.one("ReduceMean", [w.one("Mul", [diff, diff])], axes=axes, keepdims=int(bool(call.attrs.keepdims)))]
 
 
+def _rms_norm(w: Writer, call, xs, ins, outs):
+    """x / sqrt(mean(x * x over axes) + epsilon) * weight, as topi computes it (ONNX has RMSNormalization
+    only from opset 23); the weight, shaped as the normalized axes, is reshaped to broadcast in place."""
+    x, weight = _call_args(w, call, xs)
+    shape = [int(d) for d in outs[0].shape]
+    axes = sorted({int(a) % len(shape) for a in call.attrs.axes})
+    dtype = str(outs[0].dtype)
+    mean = w.one("ReduceMean", [w.one("Mul", [x, x])], axes=axes, keepdims=1)
+    root = w.one("Sqrt", [w.one("Add", [mean, w.scalar(float(call.attrs.epsilon), dtype)])])
+    scale = w.one("Reshape", [weight, w.ints([d if k in axes else 1 for k, d in enumerate(shape)])])
+    return [w.one("Mul", [w.one("Div", [x, root]), scale])]
+
+
 def _arg_reduce(onnx_type: str):
     def emit(w: Writer, call, xs, ins, outs):
         if call.attrs.axis is None:
@@ -186,6 +199,7 @@ OPAQUE_EMITTERS = {
     "relax.nn.conv2d_transpose": _conv2d_transpose,
     "relax.nn.prelu": _prelu,
     "relax.variance": _variance,
+    "relax.nn.rms_norm": _rms_norm,
     "relax.argmax": _arg_reduce("ArgMax"),
     "relax.argmin": _arg_reduce("ArgMin"),
     "relax.image.resize2d": _resize2d,

@@ -120,7 +120,7 @@ class SearchReport:
                 f"{p['graph']} {_fmt(p['cost']) if p['cost'] is not None else 'not priced'}"
                 f" ({p['rewrites']} rewrites)" for p in self.priced))
         if not self.applied:
-            lines.append("  no rewrite applied")
+            lines.append("  no rewrite applied" + (" besides merging the duplicates" if self.merged else ""))
         if self.contested and self.contested != self.applied:
             lines.append(f"  contested: {len(self.contested)} rewrites the judge priced at "
                          f"{_fmt(self.contested_cost)}, far cheaper by the search's model (measured only with "

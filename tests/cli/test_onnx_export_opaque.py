@@ -73,3 +73,28 @@ def test_opaque_call_exports_as_its_onnx_operator(name, tmp_path):
     (want,), (got,) = run_onnxruntime(prepared.original, {"x": x}), run_onnxruntime(exported.model, {"x": x})
     assert got.shape == want.shape and got.dtype == want.dtype
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_rms_norm_exports_as_its_arithmetic(tmp_path):
+    """Opset 23's RMSNormalization (Llama-style exports) becomes relax.nn.rms_norm, which the writer spells
+    out in opset 17 operators; over two axes, so the scale is reshaped to broadcast."""
+    rng = np.random.default_rng(5)
+    nodes = [helper.make_node("RMSNormalization", ["x", "g"], ["n"], axis=1, epsilon=1e-3),
+             helper.make_node("MatMul", ["n", "w"], ["y"])]
+    inits = [numpy_helper.from_array(rng.uniform(0.5, 1.5, (4, 5)).astype(np.float32), "g"),
+             numpy_helper.from_array(rng.uniform(-1, 1, (5, 3)).astype(np.float32), "w")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 5])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4, 3])], inits)
+    path = tmp_path / "rms.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)], ir_version=11), str(path))
+    prepared = prepare(path, {})
+    imported = graph_from_function(prepared.mod["main"], "main", prepared.mod)
+    labels = {imported.graph.nodes[i].attr("label") for i in imported.graph.nodes_of("opaque")}
+    assert "relax.nn.rms_norm" in labels
+
+    exported = export_module(prepared.mod, prepared, graph=imported.graph, signature=imported.signature)
+    assert exported.exported, exported.reason
+    assert "RMSNormalization" not in [n.op_type for n in exported.model.graph.node]
+    x = rng.uniform(-2, 2, (2, 4, 5)).astype(np.float32)
+    (want,), (got,) = run_onnxruntime(prepared.original, {"x": x}), run_onnxruntime(exported.model, {"x": x})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

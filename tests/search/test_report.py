@@ -57,5 +57,10 @@ def test_an_empty_report_says_so():
     g = b.build([b.op("relu", b.input("x", (3,)))])
     _, report = optimize(g, fixture_rules("merge-parallel-conv"), OpCost())
     assert report.applied == [] and "no rewrite applied" in report.to_text()
+    assert "besides" not in report.to_text()
     assert report.improvement == 1.0
+    b = GraphBuilder()  # the same relu twice: merged before the search, which is a change to report
+    x = b.input("x", (3,))
+    _, report = optimize(b.build([b.op("relu", x), b.op("relu", x)]), fixture_rules("merge-parallel-conv"), OpCost())
+    assert report.merged == 1 and "no rewrite applied besides merging the duplicates" in report.to_text()
     assert AppliedRewrite("r", "a => b", "here") == AppliedRewrite(rule_id="r", text="a => b", where="here")
