@@ -99,6 +99,11 @@ def read_inputs(path: Path, specs: list[dict] | None) -> list[np.ndarray]:
                 value = _narrow(value, spec)
             else:
                 raise common.InputError(f"input '{spec['name']}' is {value.dtype}, the model takes {spec['dtype']}")
+        bound = spec.get("index_below")
+        if bound is not None and value.size and (value.min() < -bound or value.max() >= bound):
+            # onnxruntime refuses such ids; TVM's build would read past the table
+            raise common.InputError(f"input '{spec['name']}' indexes a table of {bound} rows but holds values "
+                                    f"from {value.min()} to {value.max()}")
         out.append(value)
     return out
 

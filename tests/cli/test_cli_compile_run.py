@@ -92,6 +92,11 @@ def test_run_draws_token_ids_inside_their_tables(cli, tmp_path):
     want = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, {"ids": ids, "types": types})
     np.testing.assert_allclose(next(iter(np.load(out).values())), want[0], rtol=1e-5, atol=1e-6)
 
+    past = tmp_path / "past.npz"  # an id past the table: refused, as onnxruntime refuses it
+    np.savez(past, ids=np.where(ids == ids.max(), 12, ids).astype(ids.dtype), types=types)
+    status, _, err = cli("run", lib, "--inputs", past)
+    assert status == 2 and "input 'ids' indexes a table of 12 rows but holds values" in err
+
 
 def test_inputs_are_narrowed_only_where_the_values_fit(capsys):
     from taso_relay.commands.run import _narrow
