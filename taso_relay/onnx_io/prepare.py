@@ -148,7 +148,7 @@ def pin_input_shapes(model, shapes: Mapping[str, Sequence[int]]) -> list[Tensor]
     if unknown:
         raise InputError(f"--input-shape names unknown input(s) {', '.join(unknown)}; "
                          f"the model's inputs are: {', '.join(names)}")
-    out = []
+    out, dynamic = [], []
     for value in inputs:
         ttype = value.type.tensor_type if value.type.HasField("tensor_type") else None
         if ttype is None:
@@ -174,9 +174,15 @@ def pin_input_shapes(model, shapes: Mapping[str, Sequence[int]]) -> list[Tensor]
             shown = ",".join(str(d) if d is not None else (dim.dim_param or "?")
                              for d, dim in zip(dims, ttype.shape.dim))
             example = ",".join(str(d) if d is not None else "1" for d in dims)
-            raise InputError(f"input '{value.name}' has a dynamic shape [{shown}]; give a static one, "
-                             f"e.g. --input-shape {value.name}:{example}")
+            dynamic.append((value.name, shown, f"--input-shape {value.name}:{example}"))
+            continue
         out.append(Tensor(value.name, tuple(dims), _np_dtype(ttype.elem_type)))
+    if len(dynamic) == 1:
+        name, shown, fix = dynamic[0]
+        raise InputError(f"input '{name}' has a dynamic shape [{shown}]; give a static one, e.g. {fix}")
+    if dynamic:  # every one named at once, not one per attempt
+        raise InputError("inputs " + ", ".join(f"'{n}' [{shown}]" for n, shown, _ in dynamic) + " have dynamic "
+                         "shapes; give static ones, e.g. " + " ".join(fix for *_, fix in dynamic))
     return out
 
 

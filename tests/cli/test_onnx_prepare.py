@@ -195,3 +195,23 @@ def test_shape_inference_reaches_inside_if_branches():
     then_branch = next(a.g for a in model.graph.node[0].attribute if a.name == "then_branch")
     inner = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in then_branch.value_info}
     assert inner == {"t": [2, 3]}
+
+
+def test_every_dynamic_input_is_named_at_once():
+    from taso_relay.onnx_io.prepare import pin_input_shapes
+
+    def model():
+        ids = helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", "seq"])
+        mask = helper.make_tensor_value_info("mask", TensorProto.INT64, ["batch", "seq"])
+        out = helper.make_tensor_value_info("y", TensorProto.INT64, ["batch", "seq"])
+        return helper.make_model(helper.make_graph([helper.make_node("Add", ["ids", "mask"], ["y"])], "g",
+                                                   [ids, mask], [out]))
+
+    with pytest.raises(InputError) as err:
+        pin_input_shapes(model(), {})
+    text = str(err.value)
+    assert "inputs 'ids' [batch,seq], 'mask' [batch,seq] have dynamic shapes" in text
+    assert "--input-shape ids:1,1 --input-shape mask:1,1" in text
+    with pytest.raises(InputError, match=r"^input 'mask' has a dynamic shape \[batch,seq\]"):
+        pin_input_shapes(model(), {"ids": (1, 4)})
+    assert [t.shape for t in pin_input_shapes(model(), {"ids": (1, 4), "mask": (1, 4)})] == [(1, 4), (1, 4)]
