@@ -65,6 +65,7 @@ class FunctionReport:
     graph_before: object = None
     graph_after: object = None
     signature: object = None
+    below_min_gain: bool = False  # the search found a cheaper graph, predicted less than min_gain cheaper
 
     @property
     def rewrites(self) -> list[str]:
@@ -100,8 +101,8 @@ class FunctionReport:
             line += f"\n  read with its shape values (R.shape_of) folded to constants by {self.folded}"
         if self.search is not None:
             line += "\n  " + self.search.to_text().replace("\n", "\n  ")
-            if self.status == "unchanged" and self.search.applied and not self.refused:
-                line += "\n  (none applied: the predicted gain is under min_gain)"
+            if self.below_min_gain:
+                line += "\n  no rewrite applied: the search's predicted gain is under min_gain"
         if self.check:
             line += f"\n  numeric check: {self.check}"
         for check in self.speed_tried or ([self.speed] if self.speed is not None else []):
@@ -174,7 +175,7 @@ class TASOOptimizer:
         self.verify_speed = verify_speed
         self.speed_budget = speed_budget
         self.report: dict[str, FunctionReport] = {}  # of the latest run, by function name
-        self._run = None  # the handle of the module being transformed (TVM passes one per run)
+        self._run = None  # the module being transformed (held, so that no later run's copy can take its place)
         self._cost_model = None
         self._compiled = {}  # verify_speed: executables by module hash, so the original is built once
         # keep the speed check's build of the module returned, for take_build (a whole model: off by default)
@@ -203,6 +204,8 @@ class TASOOptimizer:
         if report is not None:
             report.search = search_report
         if search_report.cost_after > search_report.cost_before * (1.0 - self.min_gain):
+            if report is not None:
+                report.below_min_gain = search_report.cost_after < search_report.cost_before
             return graph  # a predicted gain within the cost model's noise is not worth a rewrite
         return best
 
@@ -252,9 +255,8 @@ class TASOOptimizer:
     # ---- pass body --------------------------------------------------------------
     def transform_function(self, func, mod, ctx):
         name = _global_name(func, mod)
-        run = mod.__chandle__()  # one module per run: a pass object run again reports the new run only
-        if run != self._run:
-            self._run, self.report = run, {}
+        if self._run is None or not mod.same_as(self._run):  # TVM passes one module per run (its copy): a
+            self._run, self.report = mod, {}  # pass object run again reports the new run only
         report = self.report[name] = FunctionReport(name)
         start = time.perf_counter()
         result = func

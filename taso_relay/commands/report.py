@@ -101,9 +101,7 @@ def _extra_fields(report) -> list[str]:
 
 def _why_unchanged(report) -> str:
     """A search that found rewrites and a function returned as it was: say which gate stopped them."""
-    search = getattr(report, "search", None)
-    if getattr(report, "status", "") == "unchanged" and search is not None and search.applied \
-            and not getattr(report, "refused", None):
+    if getattr(report, "below_min_gain", False):
         return "no rewrite applied: the search's predicted gain is under min_gain"
     return "no rewrite applied"
 

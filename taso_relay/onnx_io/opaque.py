@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .writer import ExportError, Writer
+from .writer import ExportError, Writer, elem_type
 
 
 def _call_args(w: Writer, call, xs, skip_shapes: bool = False) -> list[str]:
@@ -113,10 +113,15 @@ def _rms_norm(w: Writer, call, xs, ins, outs):
     shape = [int(d) for d in outs[0].shape]
     axes = sorted({int(a) % len(shape) for a in call.attrs.axes})
     dtype = str(outs[0].dtype)
+    narrow = dtype in ("float16", "bfloat16")  # topi computes these in float32 (x * x overflows float16)
+    if narrow:
+        x, weight = (w.one("Cast", [v], to=elem_type("float32")) for v in (x, weight))
     mean = w.one("ReduceMean", [w.one("Mul", [x, x])], axes=axes, keepdims=1)
-    root = w.one("Sqrt", [w.one("Add", [mean, w.scalar(float(call.attrs.epsilon), dtype)])])
+    eps = w.scalar(float(call.attrs.epsilon), "float32" if narrow else dtype)
+    root = w.one("Sqrt", [w.one("Add", [mean, eps])])
     scale = w.one("Reshape", [weight, w.ints([d if k in axes else 1 for k, d in enumerate(shape)])])
-    return [w.one("Mul", [w.one("Div", [x, root]), scale])]
+    y = w.one("Mul", [w.one("Div", [x, root]), scale])
+    return [w.one("Cast", [y], to=elem_type(dtype)) if narrow else y]
 
 
 def _arg_reduce(onnx_type: str):

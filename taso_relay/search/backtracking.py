@@ -564,6 +564,8 @@ def backtracking_search(graph: Graph, rules: Iterable[Rule | Matcher] | RuleInde
                                                    time.perf_counter() + time_limit / 2, priced)
         if after >= before and result is not graph:  # a tie (duplicates merged at no gain): the input itself
             result, trail, after, saturated, first_trail, merged, found_at = graph, (), before, (), (), 0, start
+        elif result is graph:  # the judge kept the input: nothing of the first phase is in it either
+            first_trail, merged = (), 0
     finally:
         if collecting:
             resume_collection()

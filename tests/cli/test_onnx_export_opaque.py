@@ -98,3 +98,26 @@ def test_rms_norm_exports_as_its_arithmetic(tmp_path):
     x = rng.uniform(-2, 2, (2, 4, 5)).astype(np.float32)
     (want,), (got,) = run_onnxruntime(prepared.original, {"x": x}), run_onnxruntime(exported.model, {"x": x})
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_float16_rms_norm_is_computed_in_float32_as_tvm_does(tmp_path):
+    """x * x overflows float16 at |x| > 256: topi squares in float32, and so must the export (checked with
+    onnx's reference evaluator, which, unlike onnxruntime's CPU kernels, computes float16 in float16)."""
+    from onnx.reference import ReferenceEvaluator
+
+    nodes = [helper.make_node("RMSNormalization", ["x", "g"], ["y"], axis=-1, epsilon=1e-5, stash_type=0)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [2, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [2, 8])],
+                              [numpy_helper.from_array(np.linspace(0.5, 1.5, 8).astype(np.float16), "g")])
+    path = tmp_path / "rms16.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)], ir_version=11), str(path))
+    prepared = prepare(path, {})
+    imported = graph_from_function(prepared.mod["main"], "main", prepared.mod)
+    exported = export_module(prepared.mod, prepared, graph=imported.graph, signature=imported.signature)
+    assert exported.exported, exported.reason
+    x = np.stack([np.full(8, 300.0), np.linspace(-2, 2, 8)]).astype(np.float16)
+    (got,) = ReferenceEvaluator(exported.model).run(None, {"x": x})
+    x32, g32 = x.astype(np.float32), np.linspace(0.5, 1.5, 8).astype(np.float16).astype(np.float32)
+    want = x32 / np.sqrt((x32 * x32).mean(-1, keepdims=True) + 1e-5) * g32
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float32), want, rtol=2e-3, atol=2e-3)

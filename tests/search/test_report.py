@@ -64,3 +64,17 @@ def test_an_empty_report_says_so():
     _, report = optimize(b.build([b.op("relu", x), b.op("relu", x)]), fixture_rules("merge-parallel-conv"), OpCost())
     assert report.merged == 1 and "no rewrite applied besides merging the duplicates" in report.to_text()
     assert AppliedRewrite("r", "a => b", "here") == AppliedRewrite(rule_id="r", text="a => b", where="here")
+
+
+def test_a_judge_that_keeps_the_input_reports_no_merges():
+    """The judge priced the merged graph within its margin and kept the input: the report must not claim
+    the duplicates it merged on the way."""
+    b = GraphBuilder()
+    x = b.input("x", (3,))
+    h = x
+    for _ in range(200):
+        h = b.op("relu", h)
+    g = b.build([h, b.op("relu", x), b.op("relu", x)])
+    best, report = optimize(g, fixture_rules("merge-parallel-conv"), OpCost(), judge=OpCost())
+    assert best is g and report.applied == []
+    assert report.merged == 0 and "merged" not in report.to_text() and "merging" not in report.to_text()
