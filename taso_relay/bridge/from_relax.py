@@ -243,14 +243,15 @@ class _Importer:
             self.records[self.owner[source]][2].append(int(tgi.index))
         item = self.env[source].items[int(tgi.index)]
         if item is None and self.uses.get(var):
-            raise Unsupported(f"'{var.name}' uses a batch-norm statistic or a dropout mask")  # see _bn_stats_used
+            raise Unsupported(f"'{var.name}' uses a batch-norm statistic or a dropout mask")  # see _tail_items_used
         return item
 
     def _call(self, var, call):
-        if (call.op.same_as(DROPOUT) and isinstance(var, relax.DataflowVar)
-                and not self._bn_stats_used(var) and isinstance(self._value(call.args[0]), Ref)):
+        if call.op.same_as(DROPOUT) and isinstance(var, relax.DataflowVar) and not self._tail_items_used(var):
             # TVM legalizes dropout to its input (inference); read opaque it would block every rewrite across it
-            return TupleVal((self._value(call.args[0]), None))
+            data = self._value(call.args[0])
+            if isinstance(data, Ref):
+                return TupleVal((data, None))
         try:
             return self._modelled(var, call)
         except (Unsupported, GraphError):
@@ -265,7 +266,7 @@ class _Importer:
             return self._program(call, [(o, a, (k,)) for k, (o, a) in enumerate(attrs["steps"])], args)
         if op == ops_table.PROGRAM:
             return self._program(call, attrs["steps"], args)
-        if op == "batch_norm" and self._bn_stats_used(var):
+        if op == "batch_norm" and self._tail_items_used(var):
             raise Unsupported("batch_norm whose running statistics are used")
         inputs = []
         for a in args:
@@ -317,7 +318,7 @@ class _Importer:
             raise
         return refs[-1]
 
-    def _bn_stats_used(self, var) -> bool:
+    def _tail_items_used(self, var) -> bool:
         """Whether anything but item 0 of the tuple `var` (batch norm's statistics, dropout's mask) is used."""
         for user in self.uses.get(var, []):
             value = getattr(user, "value", None)
