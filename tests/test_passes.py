@@ -285,6 +285,32 @@ def test_pass_merges_parallel_convs_and_keeps_results(run_module, rng):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+def test_pass_merges_unpadded_parallel_convs_with_the_shipped_rules(run_module, rng):
+    """relax.op.nn.conv2d's default padding is 0: two such 3x3 convs of one input merge under the shipped
+    rules (rules/handwritten_merge.json; the generated ones only cover padding = kernel // 2)."""
+    from taso_relay.cost import FixedCost
+
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((1, 8, 14, 14), "float32"))
+    w1, w2 = (relax.const(rng.standard_normal((c, 8, 3, 3)).astype("float32")) for c in (16, 8))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            a = bb.emit(relax.op.nn.relu(relax.op.nn.conv2d(x, w1, strides=2)))
+            b = bb.emit(relax.op.nn.relu(relax.op.nn.conv2d(x, w2, strides=2)))
+            out = bb.emit_output(relax.op.add(relax.op.sum(a, axis=1, keepdims=True), b))
+        bb.emit_func_output(out)
+    mod = bb.get()
+    taso = TASOPass(cost=FixedCost({"conv2d": 10.0, "concat": 1.0, "split": 1.0}), time_limit=10,
+                    verify_speed=False)
+    after = taso(mod)
+    report = taso.report["main"]
+    assert report.status == "optimized", report.summary()
+    assert report.ops_before["conv2d"] == 2 and report.ops_after["conv2d"] == 1
+    assert any("h-merge-conv" in r for r in report.rewrites), report.rewrites
+    inputs = [rng.standard_normal((1, 8, 14, 14)).astype("float32")]
+    np.testing.assert_allclose(run_module(after, inputs)[0], run_module(mod, inputs)[0], rtol=1e-4, atol=1e-4)
+
+
 def test_pass_reads_through_the_shape_bindings_of_an_embedding(run_module):
     """An embedding Gather makes TVM's importer bind R.shape_of(W) (every transformer export does):
     the graph has no shape values, so the function is imported again with them folded, rewritten,

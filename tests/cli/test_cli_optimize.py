@@ -17,15 +17,17 @@ def _ort(path_or_model, feeds):
 def test_optimize_writes_everything_and_the_onnx_matches(cli, small, tmp_path):
     paths = {k: tmp_path / n for k, n in (("report", "r.json"), ("relax", "o.py"), ("onnx", "o.onnx"),
                                            ("draw", "o.svg"))}
+    # the 1x1 and 3x3 convs merge (h-merge-conv-enlarge); at 8x8 the speed check measures that about 1% faster,
+    # either side of its margin, so it is left out and the rewrite kept on the cost model's word
     status, out, err = cli("optimize", small, "--report", paths["report"], "--emit-relax", paths["relax"],
-                           "--emit-onnx", paths["onnx"], "--draw", paths["draw"])
+                           "--emit-onnx", paths["onnx"], "--draw", paths["draw"], "--no-verify-speed")
     assert status == 0, err
-    assert "main:" in out and "conv2d 2" in out
-    # the search's one rewrite gains less than min_gain: the graph as imported, and said so
-    assert "the graph as imported (no rewrite applied), matches the input model in onnxruntime" in out
+    assert "main: optimized" in out and "conv2d 2" in out and "h-merge-conv-enlarge" in out
+    assert "optimized graph, matches the input model in onnxruntime" in out
 
     report = json.loads(paths["report"].read_text())
     assert report["functions"]["main"]["ops_before"]["conv2d"] == 2
+    assert report["functions"]["main"]["ops_after"]["conv2d"] == 1
     assert report["inputs"] == [{"name": "x", "shape": [1, 3, 8, 8], "dtype": "float32"}]
     assert report["onnx"]["exported"] is True
 
@@ -52,7 +54,9 @@ def test_optimize_json_and_pass_settings(cli, small):
     result = json.loads(out)
     assert result["cost"] == "analytic" and result["time_limit"] == 2.0
     assert result["target"]["kind"] == "llvm"
-    assert result["functions"]["main"]["status"] in ("optimized", "unchanged")
+    # the analytic model prices merging its 1x1 and 3x3 convs a launch cheaper; at 8x8 the speed check may
+    # measure that either way
+    assert result["functions"]["main"]["status"] in ("optimized", "unchanged", "rejected")
     assert result["pass_settings"]["layout"] is None  # "auto" resolved: the analytic model has no judge
     assert err == ""  # no progress bar when stderr is not a terminal
 
@@ -68,17 +72,25 @@ def test_optimize_json_is_strict_without_a_time_limit(cli, small, tmp_path):
     for text in (out, (tmp_path / "r.json").read_text()):
         result = json.loads(text, parse_constant=refuse)
         assert result["time_limit"] is None and result["pass_settings"]["time_limit"] is None
-        assert result["functions"]["main"]["status"] in ("optimized", "unchanged")
+        assert result["functions"]["main"]["status"] in ("optimized", "unchanged", "rejected")
 
 
-@pytest.mark.parametrize("name", ["small.onnx", "dynamic_pad.onnx"])  # the search finds rewrites / none
-def test_optimize_prints_the_search_once(cli, model_dir, name):
+def test_optimize_prints_the_search_once(cli, model_dir):
     """The function's summary carries the search; the report adds only what it leaves out."""
-    status, out, err = cli("optimize", model_dir / name, "--time-limit", "1")
+    status, out, err = cli("optimize", model_dir / "dynamic_pad.onnx", "--time-limit", "1")
     assert status == 0, err
     assert out.count("TASO search:") == 1 and out.count("settings: alpha=") == 1
     assert out.count("no rewrite applied") == 1 and "search seconds:" not in out and "ops before:" in out
     assert "not measured" not in out  # nothing was rewritten: nothing to say about predictions
+
+
+def test_optimize_prints_a_rewriting_search_once(cli, small):
+    status, out, err = cli("optimize", small, "--time-limit", "1", "--no-verify-speed")
+    assert status == 0, err
+    assert out.count("TASO search:") == 1 and out.count("settings: alpha=") == 1
+    assert out.count("rules: h-merge-conv-enlarge x1") == 1 and out.count("1. h-merge-conv-enlarge at") == 1
+    assert "no rewrite applied" not in out and "search seconds:" not in out
+    assert out.count("not measured (--verify-speed times them") == 1
 
 
 

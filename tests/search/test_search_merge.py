@@ -1,0 +1,57 @@
+"""Parallel convs of one input merge under the shipped rules whatever padding they share (a fixed cost)."""
+from __future__ import annotations
+
+import pytest
+from rewrite_helpers import OpCost, assert_same_outputs, count
+
+from taso_relay.graph import Graph, GraphBuilder
+from taso_relay.search import optimize
+from taso_relay.subst import default_rules
+from taso_relay.subst.incremental import RuleIndex
+
+VALID = (0, 0, 0, 0)
+
+
+@pytest.fixture(scope="module")
+def rules():
+    found = default_rules()
+    assert {"h-merge-conv", "h-merge-conv-concat", "h-merge-conv-enlarge"} <= {r.id for r in found}, \
+        "rules/handwritten_merge.json not PROVED"
+    return RuleIndex(found)
+
+
+def parallel_convs(k1, k2, pad1, pad2, strides=(1, 1), concat=False, activation="none") -> Graph:
+    b = GraphBuilder()
+    x = b.input("x", (1, 4, 11, 10))
+    outs = [b.op("conv2d", x, b.weight(f"w{i}", (c, 4) + k), padding=p, strides=strides, activation=activation)
+            for i, (c, k, p) in enumerate([(6, k1, pad1), (2, k2, pad2)])]
+    return b.build([b.op("concat", *outs, axis=1)] if concat else outs)
+
+
+@pytest.mark.parametrize("case", [
+    dict(k1=(3, 3), k2=(3, 3), pad1=VALID, pad2=VALID),  # 'VALID': before, no shipped rule merged these
+    dict(k1=(3, 3), k2=(3, 3), pad1=VALID, pad2=VALID, strides=(2, 2), activation="relu"),
+    dict(k1=(3, 2), k2=(3, 2), pad1=(0, 1, 1, 0), pad2=(0, 1, 1, 0)),  # uneven, any shared padding
+    dict(k1=(3, 3), k2=(1, 1), pad1=(1, 1, 1, 1), pad2=VALID),  # 'same' sizes: the 1x1 kernel is enlarged
+    dict(k1=(5, 5), k2=(3, 5), pad1=(2, 2, 2, 2), pad2=(1, 2, 1, 2)),
+    dict(k1=(3, 3), k2=(3, 3), pad1=VALID, pad2=VALID, concat=True),  # the concat is the merged conv
+], ids=["valid", "valid-strided-relu", "uneven-padding", "enlarge-1x1", "enlarge-3x5", "valid-concat"])
+def test_parallel_convs_merge(rules, case):
+    g = parallel_convs(**case)
+    best, report = optimize(g, rules, OpCost(), time_limit=20)
+    assert count(best, "conv2d") == 1, [a.rule_id for a in report.applied]
+    assert report.cost_after < report.cost_before
+    assert count(best, "split") == (0 if case.get("concat") else 1)
+    assert_same_outputs(g, best)
+
+
+@pytest.mark.parametrize("case", [
+    dict(k1=(3, 3), k2=(3, 3), pad1=VALID, pad2=(1, 1, 1, 1)),  # output sizes differ: no conv computes both
+    dict(k1=(1, 7), k2=(7, 1), pad1=(0, 3, 0, 3), pad2=(3, 0, 3, 0)),  # neither kernel holds the other
+    dict(k1=(3, 3), k2=(1, 1), pad1=VALID, pad2=VALID),  # sizes differ (9x8 and 11x10)
+], ids=["padding-differs", "crossed-kernels", "sizes-differ"])
+def test_convs_that_cannot_share_a_kernel_stay_apart(rules, case):
+    g = parallel_convs(**case)
+    best, _ = optimize(g, rules, OpCost(), time_limit=20)
+    assert count(best, "conv2d") == 2
+    assert_same_outputs(g, best)
