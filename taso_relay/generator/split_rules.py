@@ -1,9 +1,12 @@
-"""A hand-written rule that adds the biases of a split's parts before the split.
+"""Hand-written rules that do a split's per-part element-wise work once, before the split.
 
 After parallel matmuls merge, each part of the split carries its own bias add;
 added before the split, with the biases concatenated, the add fuses into the
 merged matmul (as TVM's CombineParallelMatmul leaves it). TASO's generator has
 no rule of this shape: its activations are 2-D and its biases are not 1-D.
+Merged convs leave the same behind on the channel axis (NCHW biases of shape
+(1, C, 1, 1)), then an activation per part, then often the concat that joins
+the parts again (Inception's branches), which the last rule removes.
 
     python -m taso_relay.generator.split_rules --out rules/handwritten_split.json
     taso-relay rules verify rules/handwritten_split.json
@@ -26,16 +29,72 @@ def split_rules() -> list[dict]:
         "constraints": ["?a == rank(y) - 1", "rank(b1) == 1", "rank(b2) == 1", "?sz == (dim(b1, 0), dim(b2, 0))"],
         "example": {"inputs": {"y": [2, 3, 7], "b1": [3], "b2": [4]}, "vars": {"a": 2, "sz": [3, 4]}},
         "provenance": {"generator": "handwritten", "family": "split"},
-    }]
+    }, _channel_bias(), *(_activation(op) for op in ACTIVATIONS), _rejoined(),
+        _rejoined(before=True), _rejoined(after=True)]
+
+
+ACTIVATIONS = ("relu", "sigmoid", "tanh")
+_ONE = {"name": "y", "kind": "any"}
+
+
+def _channel_bias() -> dict:
+    """NCHW biases, (1, C, 1, 1), on the parts of a split of the channel axis (a merged conv's)."""
+    per_channel = [f"{c} == 1" for b in ("b1", "b2") for c in (f"dim({b}, 0)", f"dim({b}, 2)", f"dim({b}, 3)")]
+    return {
+        "id": "h-split-bias-channels",
+        "inputs": [_ONE, {"name": "b1", "kind": "weight"}, {"name": "b2", "kind": "weight"}],
+        "source": [node("s", "split", ["y"], axis=1, sizes="?sz"), node("a1", "add", ["s:0", "b1"]),
+                   node("a2", "add", ["s:1", "b2"])],
+        "target": [node("c", "concat", ["b1", "b2"], axis=1), node("a", "add", ["y", "c"]),
+                   node("t", "split", ["a"], axis=1, sizes="?sz")],
+        "outputs": [["a1", "t:0"], ["a2", "t:1"]],
+        "constraints": ["rank(y) == 4", "rank(b1) == 4", "rank(b2) == 4", *per_channel,
+                        "?sz == (dim(b1, 1), dim(b2, 1))"],
+        "example": {"inputs": {"y": [2, 7, 3, 5], "b1": [1, 3, 1, 1], "b2": [1, 4, 1, 1]}, "vars": {"sz": [3, 4]}},
+        "provenance": {"generator": "handwritten", "family": "split"},
+    }
+
+
+def _activation(op: str) -> dict:
+    """The same activation on both parts of a split: once on the whole, split after."""
+    return {
+        "id": f"h-split-{op}", "inputs": [_ONE],
+        "source": [node("s", "split", ["y"], axis="?a", sizes="?sz"), node("u1", op, ["s:0"]),
+                   node("u2", op, ["s:1"])],
+        "target": [node("u", op, ["y"]), node("t", "split", ["u"], axis="?a", sizes="?sz")],
+        "outputs": [["u1", "t:0"], ["u2", "t:1"]], "constraints": [],
+        "example": {"inputs": {"y": [2, 7, 3]}, "vars": {"a": 1, "sz": [3, 4]}},
+        "provenance": {"generator": "handwritten", "family": "split"},
+    }
+
+
+def _rejoined(before: bool = False, after: bool = False) -> dict:
+    """A split's two parts concatenated again, in order, on the same axis: the tensor that was split.
+    before/after: a third tensor joined in front of them or behind (what pairwise merges of three parallel
+    convs leave in a three-way concat)."""
+    parts = ["z"] * before + ["s:0", "s:1"] + ["z"] * after
+    rest = ["z"] * before + ["y"] + ["z"] * after
+    inputs = [_ONE] + [{"name": "z", "kind": "any"}] * (before or after)
+    example = {"y": [2, 7, 3]} | ({"z": [2, 2, 3]} if before or after else {})
+    suffix = "-after" if before else "-before" if after else ""  # where the split's parts are
+    return {
+        "id": f"h-split-rejoined{suffix}", "inputs": inputs,
+        "source": [node("s", "split", ["y"], axis="?a", sizes="?sz"), node("k", "concat", parts, axis="?a")],
+        "target": [node("j", "concat", rest, axis="?a")] if before or after else [],
+        "outputs": [["k", "j" if before or after else "y"]], "constraints": [],
+        "example": {"inputs": example, "vars": {"a": 1, "sz": [3, 4]}},
+        "provenance": {"generator": "handwritten", "family": "split"},
+    }
 
 
 def main(argv=None) -> int:
     return write_main(argv, __doc__.splitlines()[0], split_rules, (
         "A bias added to each part of a split is added before the split, with the biases concatenated: after "
-        "parallel matmuls are merged their bias adds then fuse into the merged matmul, as in TVM's "
-        "CombineParallelMatmul. TASO's generator has no rule of this shape (its activations are 2-D and its "
-        "biases are not 1-D; taso_relay/generator/split_rules.py). Proved like the generated ones "
-        "(taso-relay rules verify)."))
+        "parallel matmuls (or convs, whose biases are (1, C, 1, 1)) are merged their bias adds then fuse into the "
+        "merged operator, as in TVM's CombineParallelMatmul. The same activation on both parts runs once before "
+        "the split, and a split's parts concatenated again (alone or beside a third tensor) are the tensor that "
+        "was split. TASO's generator has no rule of these shapes (its activations are 2-D and its biases are not "
+        "1-D; taso_relay/generator/split_rules.py). Proved like the generated ones (taso-relay rules verify)."))
 
 
 if __name__ == "__main__":

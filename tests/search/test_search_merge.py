@@ -55,3 +55,40 @@ def test_convs_that_cannot_share_a_kernel_stay_apart(rules, case):
     best, _ = optimize(g, rules, OpCost(), time_limit=20)
     assert count(best, "conv2d") == 2
     assert_same_outputs(g, best)
+
+
+def inception_branches(kernels, concat=True) -> Graph:
+    """Branches as ONNX exports them: conv, a (1, C, 1, 1) bias add, ReLU; joined by a concat."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 8, 9, 9))
+    outs = []
+    for i, (c, k) in enumerate(kernels):
+        y = b.op("conv2d", x, b.weight(f"w{i}", (c, 8, k, k)), padding=(k // 2,) * 4)
+        outs.append(b.op("relu", b.op("add", y, b.weight(f"b{i}", (1, c, 1, 1)))))
+    return b.build([b.op("concat", *outs, axis=1)] if concat else outs)
+
+
+@pytest.mark.parametrize("kernels", [[(6, 1), (2, 1)], [(6, 3), (2, 1)], [(4, 1), (3, 1), (5, 1)]],
+                         ids=["1x1-1x1", "3x3-1x1 (enlarged)", "three-1x1"])
+def test_merged_branches_take_their_biases_and_activations_along(rules, kernels):
+    """TASO's Inception rewrite on graphs as exported: after the merge, the biases are added before the split
+    (h-split-bias-channels), the ReLUs run once (h-split-relu), and the concat of the parts is the merged
+    conv itself (h-split-rejoined): one conv, one add, one ReLU, and no split or concat of activations."""
+    g = inception_branches(kernels)
+    best, report = optimize(g, rules, OpCost(), time_limit=20)
+    ops = {op: count(best, op) for op in ("conv2d", "add", "relu", "split")}
+    assert ops == {"conv2d": 1, "add": 1, "relu": 1, "split": 0}, [a.rule_id for a in report.applied]
+    assert {"h-split-bias-channels", "h-split-relu", "h-split-rejoined"} <= {a.rule_id for a in report.applied}
+    on_x = []  # whether each node reads the input: what concats are left join weights and biases (FoldConstant's)
+    for n in best.nodes:
+        on_x.append(n.op == "input" or any(on_x[r.node] for r in n.inputs))
+    assert not [n for n, live in zip(best.nodes, on_x) if live and n.op == "concat"]
+    assert_same_outputs(g, best)
+
+
+def test_without_a_concat_the_parts_stay_split(rules):
+    g = inception_branches([(6, 1), (2, 1)], concat=False)
+    best, _ = optimize(g, rules, OpCost(), time_limit=20)
+    assert {op: count(best, op) for op in ("conv2d", "add", "relu", "split")} == \
+        {"conv2d": 1, "add": 1, "relu": 1, "split": 1}
+    assert_same_outputs(g, best)
