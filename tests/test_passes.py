@@ -285,6 +285,25 @@ def test_pass_merges_parallel_convs_and_keeps_results(run_module, rng):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+def test_pass_merges_the_inception_block_with_the_shipped_rules(run_module, rng):
+    """The same ONNX block with every shipped rule: its three 1x1 convs become one, the ReLUs after the split
+    run once (h-split-relu), and the compiled result computes what the original does."""
+    from taso_relay.cost import FixedCost
+
+    mod = import_onnx(inception_block())
+    taso = TASOPass(cost=FixedCost({"conv2d": 10.0, "concat": 1.0, "split": 1.0}), time_limit=10,
+                    verify_speed=False)
+    out = taso(mod)
+    report = taso.report["main"]
+    assert report.status == "optimized", report.summary()
+    assert report.ops_after["conv2d"] == report.ops_before["conv2d"] - 2
+    applied = [r.split(" ")[0] for r in report.rewrites]
+    assert applied.count("h-merge-conv") == 2 and "h-split-relu" in applied, applied
+    inputs = random_inputs(mod["main"].params, rng)
+    for want, got in zip(run_module(mod, inputs), run_module(out, inputs)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 def test_pass_merges_unpadded_parallel_convs_with_the_shipped_rules(run_module, rng):
     """relax.op.nn.conv2d's default padding is 0: two such 3x3 convs of one input merge under the shipped
     rules (rules/handwritten_merge.json; the generated ones only cover padding = kernel // 2)."""
