@@ -30,7 +30,7 @@ def split_rules() -> list[dict]:
         "example": {"inputs": {"y": [2, 3, 7], "b1": [3], "b2": [4]}, "vars": {"a": 2, "sz": [3, 4]}},
         "provenance": {"generator": "handwritten", "family": "split"},
     }, _channel_bias(), *(_activation(op) for op in ACTIVATIONS), _rejoined(),
-        _rejoined(before=True), _rejoined(after=True)]
+        _rejoined(other_first=True), _rejoined(other_last=True)]
 
 
 ACTIVATIONS = ("relu", "sigmoid", "tanh")
@@ -68,20 +68,20 @@ def _activation(op: str) -> dict:
     }
 
 
-def _rejoined(before: bool = False, after: bool = False) -> dict:
+def _rejoined(other_first: bool = False, other_last: bool = False) -> dict:
     """A split's two parts concatenated again, in order, on the same axis: the tensor that was split.
-    before/after: a third tensor joined in front of them or behind (what pairwise merges of three parallel
-    convs leave in a three-way concat)."""
-    parts = ["z"] * before + ["s:0", "s:1"] + ["z"] * after
-    rest = ["z"] * before + ["y"] + ["z"] * after
-    inputs = [_ONE] + [{"name": "z", "kind": "any"}] * (before or after)
-    example = {"y": [2, 7, 3]} | ({"z": [2, 2, 3]} if before or after else {})
-    suffix = "-after" if before else "-before" if after else ""  # where the split's parts are
+    other_first/other_last: a third tensor z joined in front of them or behind (what pairwise merges of three
+    parallel convs leave in a three-way concat); the id names where the split's parts are."""
+    parts = ["z"] * other_first + ["s:0", "s:1"] + ["z"] * other_last
+    rest = ["z"] * other_first + ["y"] + ["z"] * other_last
+    inputs = [_ONE] + [{"name": "z", "kind": "any"}] * (other_first or other_last)
+    example = {"y": [2, 7, 3]} | ({"z": [2, 2, 3]} if other_first or other_last else {})
+    suffix = "-after" if other_first else "-before" if other_last else ""
     return {
         "id": f"h-split-rejoined{suffix}", "inputs": inputs,
         "source": [node("s", "split", ["y"], axis="?a", sizes="?sz"), node("k", "concat", parts, axis="?a")],
-        "target": [node("j", "concat", rest, axis="?a")] if before or after else [],
-        "outputs": [["k", "j" if before or after else "y"]], "constraints": [],
+        "target": [node("j", "concat", rest, axis="?a")] if other_first or other_last else [],
+        "outputs": [["k", "j" if other_first or other_last else "y"]], "constraints": [],
         "example": {"inputs": example, "vars": {"a": 1, "sz": [3, 4]}},
         "provenance": {"generator": "handwritten", "family": "split"},
     }

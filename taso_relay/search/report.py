@@ -101,11 +101,16 @@ class SearchReport:
         self.nodes_after = len(self.contested_graph.nodes)
         self.saturated = self.contested_saturated
 
+    def _ratio(self) -> str:
+        """", x1.234"; nothing where the search's graph is free (a split rejoined into its own input), since no
+        ratio says that and x1.000 would say the opposite."""
+        return f", x{self.improvement:.3f}" if self.cost_after > 0 or not self.cost_before else ""
+
     def to_text(self) -> str:
         gain = (1 - self.cost_after / self.cost_before) * 100 if self.cost_before else 0.0
         lines = [
             f"TASO search: cost {_fmt(self.cost_before)} -> {_fmt(self.cost_after)} "
-            f"({gain:.1f}% less, x{self.improvement:.3f}); nodes {self.nodes_before} -> {self.nodes_after}",
+            f"({gain:.1f}% less{self._ratio()}); nodes {self.nodes_before} -> {self.nodes_after}",
             f"  {self.seconds:.2f} s{self._judged()}, {self.expansions} expansions, "
             f"{self.graphs_explored} graphs explored, "
             f"{self.candidates} candidates queued ({self.duplicates} duplicates, {self.rejected} rejected); "

@@ -55,7 +55,9 @@ def hoist_rules(matchers: Iterable[Matcher]) -> list[Matcher]:
 
     After a merge the bias adds of the merged matmuls read the split's parts, so they no longer
     fuse into the matmul (TVM's CombineParallelMatmul merges the biases too); `h-split-bias`
-    (rules/handwritten_split.json) adds the concatenated biases before the split instead.
+    (rules/handwritten_split.json) adds the concatenated biases before the split instead, as
+    `h-split-bias-channels` does for merged convs' (1, C, 1, 1) biases, and `h-split-relu` (sigmoid,
+    tanh) runs an activation once before the split.
     """
     out = []
     for matcher in matchers:

@@ -49,14 +49,14 @@ def test_optimize_writes_everything_and_the_onnx_matches(cli, small, tmp_path):
 
 def test_optimize_json_and_pass_settings(cli, small):
     status, out, err = cli("optimize", small, "--json", "--cost", "analytic", "--time-limit", "2",
-                           "--target", '{"kind": "llvm", "num-cores": 1}')
+                           "--target", '{"kind": "llvm", "num-cores": 1}', "--no-verify-speed")
     assert status == 0, err
     result = json.loads(out)
     assert result["cost"] == "analytic" and result["time_limit"] == 2.0
     assert result["target"]["kind"] == "llvm"
-    # the analytic model prices merging its 1x1 and 3x3 convs a launch cheaper; at 8x8 the speed check may
-    # measure that either way
-    assert result["functions"]["main"]["status"] in ("optimized", "unchanged", "rejected")
+    # the analytic model prices merging its 1x1 and 3x3 convs a launch cheaper (at 8x8 a speed check could
+    # measure that either way, so there is none)
+    assert result["functions"]["main"]["status"] == "optimized"
     assert result["pass_settings"]["layout"] is None  # "auto" resolved: the analytic model has no judge
     assert err == ""  # no progress bar when stderr is not a terminal
 
@@ -64,7 +64,7 @@ def test_optimize_json_and_pass_settings(cli, small):
 def test_optimize_json_is_strict_without_a_time_limit(cli, small, tmp_path):
     """`--time-limit inf` (no limit) is written as null: strict JSON readers refuse Infinity."""
     status, out, err = cli("optimize", small, "--json", "--cost", "analytic", "--time-limit", "inf",
-                           "--report", tmp_path / "r.json")
+                           "--report", tmp_path / "r.json", "--no-verify-speed")
     assert status == 0, err
 
     def refuse(constant):
@@ -72,7 +72,7 @@ def test_optimize_json_is_strict_without_a_time_limit(cli, small, tmp_path):
     for text in (out, (tmp_path / "r.json").read_text()):
         result = json.loads(text, parse_constant=refuse)
         assert result["time_limit"] is None and result["pass_settings"]["time_limit"] is None
-        assert result["functions"]["main"]["status"] in ("optimized", "unchanged", "rejected")
+        assert result["functions"]["main"]["status"] == "optimized"
 
 
 def test_optimize_prints_the_search_once(cli, model_dir):
@@ -85,7 +85,7 @@ def test_optimize_prints_the_search_once(cli, model_dir):
 
 
 def test_optimize_prints_a_rewriting_search_once(cli, small):
-    status, out, err = cli("optimize", small, "--time-limit", "1", "--no-verify-speed")
+    status, out, err = cli("optimize", small, "--time-limit", "5", "--no-verify-speed")
     assert status == 0, err
     assert out.count("TASO search:") == 1 and out.count("settings: alpha=") == 1
     assert out.count("rules: h-merge-conv-enlarge x1") == 1 and out.count("1. h-merge-conv-enlarge at") == 1

@@ -92,3 +92,44 @@ def test_without_a_concat_the_parts_stay_split(rules):
     assert {op: count(best, op) for op in ("conv2d", "add", "relu", "split")} == \
         {"conv2d": 1, "add": 1, "relu": 1, "split": 1}
     assert_same_outputs(g, best)
+
+
+# ---- where the two-part rules must not apply -------------------------------------------------------------
+def _split_graph(sizes, use) -> Graph:
+    """x split on axis 1 into `sizes`; `use(b, parts)` builds the outputs."""
+    b = GraphBuilder()
+    x = b.input("x", (2, sum(sizes), 3))
+    return b.build(use(b, list(b.op("split", x, axis=1, sizes=tuple(sizes)))))
+
+
+def test_a_three_way_split_is_not_rejoined_by_two_of_its_parts(rules):
+    g = _split_graph((2, 3, 4), lambda b, p: [b.op("concat", p[0], p[1], axis=1), p[2]])
+    best, _ = optimize(g, rules, OpCost(), time_limit=10)
+    assert count(best, "split") == 1 and count(best, "concat") == 1
+    assert_same_outputs(g, best)
+
+
+def test_a_split_rejoined_is_its_input_even_where_that_is_the_graph_input(rules):
+    g = _split_graph((3, 4), lambda b, p: [b.op("concat", p[0], p[1], axis=1)])
+    best, report = optimize(g, rules, OpCost(), time_limit=10)
+    assert [a.rule_id for a in report.applied] == ["h-split-rejoined"]
+    assert best.nodes[best.outputs[0].node].op == "input"
+    assert report.cost_after == 0 and "x1.000" not in report.to_text()  # free, and not called "no gain"
+    assert_same_outputs(g, best)
+
+
+def test_an_activation_stays_on_two_parts_when_the_third_is_read_as_it_is(rules):
+    g = _split_graph((2, 3, 4), lambda b, p: [b.op("relu", p[0]), b.op("relu", p[1]), b.op("tanh", p[2])])
+    best, report = optimize(g, rules, OpCost(), time_limit=10)
+    assert "h-split-relu" not in {a.rule_id for a in report.applied}  # relu on the whole would change part 2
+    assert count(best, "relu") == 2
+    assert_same_outputs(g, best)
+
+
+def test_grouped_convs_are_not_merged_by_concatenating_their_weights(rules):
+    b = GraphBuilder()
+    x = b.input("x", (1, 4, 9, 9))
+    g = b.build([b.op("conv2d", x, b.weight(f"w{i}", (4, 2, 3, 3)), padding=VALID, groups=2) for i in range(2)])
+    best, _ = optimize(g, rules, OpCost(), time_limit=10)
+    assert count(best, "conv2d") == 2
+    assert_same_outputs(g, best)

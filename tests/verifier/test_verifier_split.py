@@ -33,6 +33,7 @@ WRONG = [
     _swapped("h-split-bias-channels", "c", {"y": [2, 6, 3, 5], "b1": [1, 3, 1, 1], "b2": [1, 3, 1, 1]}),
     _swapped("h-split-rejoined", "k", {"y": [2, 6, 3]}),
     _swapped("h-split-rejoined-before", "k", {"y": [2, 6, 3]}),
+    _swapped("h-split-rejoined-after", "j", {"y": [2, 6, 3], "z": [2, 6, 3]}),  # y and z swapped in the target
 ]
 
 
