@@ -20,6 +20,7 @@ import json
 import sys
 import time
 import warnings
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -73,8 +74,10 @@ def check(path: Path, target, time_limit: float, layout: str | None = None) -> d
         warnings.simplefilter("ignore")
         rewritten = taso(mod)
     report = taso.report.get("main")
-    record.update(status=report.status, rewrites=len(report.search.applied) if report.search else 0,
-                  opaque=report.opaque, pass_s=round(time.perf_counter() - start, 1), check=report.check)
+    applied = [a.rule_id for a in report.search.applied] if report.search else []
+    record.update(status=report.status, rewrites=len(applied), opaque=report.opaque,
+                  pass_s=round(time.perf_counter() - start, 1), check=report.check,
+                  rules=dict(sorted(Counter(applied).items())))  # which rules, so two runs compare exactly
     if layout:
         record["layout"] = getattr(taso, "layout_note", None)
     arrays = random_inputs(mod["main"].params, np.random.default_rng(0), mod["main"])
