@@ -22,7 +22,8 @@ def test_a_rewritten_model_is_checked_against_its_original(tmp_path, monkeypatch
     assert check_models.main([str(path), "--json", str(out), "--time-limit", "2"]) == 0
     (record,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert record["model"] == "small" and record["status"] == "optimized" and record["rewrites"] >= 1
-    assert sum(record["rules"].values()) == record["rewrites"] and all(r.startswith(("h-", "t")) for r in record["rules"])
+    assert sum(record["rules"].values()) == record["rewrites"]
+    assert all(r.startswith(("h-", "t")) for r in record["rules"])  # shipped rule ids, by name
     assert record["rewritten_vs_original"] < 1e-5 and record["original_vs_onnxruntime"] < 1e-5
 
     from onnx import numpy_helper
