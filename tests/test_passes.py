@@ -645,3 +645,23 @@ def test_weights_as_parameters_are_named_even_where_they_stop_the_import():
     report = taso.report["main"]
     assert report.status == "unchanged"
     assert any("keep_params_in_input=False" in w for w in report.warnings), report.warnings
+
+
+def test_an_unnamed_symbolic_dimension_gets_a_hint_that_works():
+    """BindSymbolicVars({'': 1}) binds nothing: for a tir.Var without a name the hint says to key on the Var."""
+    from tvm import tirx
+
+    n = tirx.Var("", "int64")
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((n, 4), "float32"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(relax.op.nn.relu(x))
+        bb.emit_func_output(out)
+    mod = bb.get()
+    taso = TASOPass(verify_speed=False)
+    with pytest.warns(UserWarning, match="symbolic dimension"):
+        taso(mod)
+    (hint,) = [w for w in taso.report["main"].warnings if "symbolic" in w]
+    assert "{'': 1}" not in hint and "the unnamed tir.Var itself as the key" in hint
+    assert relax.transform.BindSymbolicVars({n: 1})(mod)["main"].params[0].ty.shape[0].value == 1  # as it says
