@@ -48,12 +48,12 @@ _PIN_HINT = ("the search needs static shapes: pin the sizes first, e.g. with "
 def _pin_example(dim) -> str:
     """``{'n': 1}`` for a dimension that is the variable n; the variables of an expression otherwise. A variable
     without a name cannot be bound by name: the hint says to pass the tir.Var itself."""
-    names = sorted({v.name for v in tirx.analysis.undefined_vars(dim)})
-    named = "{" + ", ".join(f"'{n}': 1" for n in (names or [str(dim)]) if n) + "}"
-    if "" not in names:
-        return named
-    unnamed = "the unnamed tir.Var itself as the key, e.g. {var: 1}, where var is the dimension's tir.Var"
-    return unnamed if named == "{}" else f"{named}, and {unnamed}"
+    names = sorted({v.name for v in tirx.analysis.undefined_vars(dim)}) or [str(dim)]
+    hint = "{" + ", ".join(f"'{n}': 1" for n in names if n) + "}"
+    if "" in names:
+        unnamed = "the unnamed tir.Var itself as the key, e.g. {var: 1}, where var is the dimension's tir.Var"
+        hint = unnamed if hint == "{}" else f"{hint}, and {unnamed}"
+    return hint
 
 
 def dtype_of(ty) -> str:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from .handwritten import node, write_main
 
+_PROVENANCE = {"generator": "handwritten", "family": "split"}
+
 
 def split_rules() -> list[dict]:
     return [{
@@ -28,7 +30,7 @@ def split_rules() -> list[dict]:
         # the last axis, where a 1-D bias broadcasts, split exactly at the biases' lengths
         "constraints": ["?a == rank(y) - 1", "rank(b1) == 1", "rank(b2) == 1", "?sz == (dim(b1, 0), dim(b2, 0))"],
         "example": {"inputs": {"y": [2, 3, 7], "b1": [3], "b2": [4]}, "vars": {"a": 2, "sz": [3, 4]}},
-        "provenance": {"generator": "handwritten", "family": "split"},
+        "provenance": _PROVENANCE,
     }, _channel_bias(), *(_activation(op) for op in ACTIVATIONS), _rejoined(),
         _rejoined(other_first=True), _rejoined(other_last=True)]
 
@@ -51,7 +53,7 @@ def _channel_bias() -> dict:
         "constraints": ["rank(y) == 4", "rank(b1) == 4", "rank(b2) == 4", *per_channel,
                         "?sz == (dim(b1, 1), dim(b2, 1))"],
         "example": {"inputs": {"y": [2, 7, 3, 5], "b1": [1, 3, 1, 1], "b2": [1, 4, 1, 1]}, "vars": {"sz": [3, 4]}},
-        "provenance": {"generator": "handwritten", "family": "split"},
+        "provenance": _PROVENANCE,
     }
 
 
@@ -64,7 +66,7 @@ def _activation(op: str) -> dict:
         "target": [node("u", op, ["y"]), node("t", "split", ["u"], axis="?a", sizes="?sz")],
         "outputs": [["u1", "t:0"], ["u2", "t:1"]], "constraints": [],
         "example": {"inputs": {"y": [2, 7, 3]}, "vars": {"a": 1, "sz": [3, 4]}},
-        "provenance": {"generator": "handwritten", "family": "split"},
+        "provenance": _PROVENANCE,
     }
 
 
@@ -83,7 +85,7 @@ def _rejoined(other_first: bool = False, other_last: bool = False) -> dict:
         "target": [node("j", "concat", rest, axis="?a")] if other_first or other_last else [],
         "outputs": [["k", "j" if other_first or other_last else "y"]], "constraints": [],
         "example": {"inputs": example, "vars": {"a": 1, "sz": [3, 4]}},
-        "provenance": {"generator": "handwritten", "family": "split"},
+        "provenance": _PROVENANCE,
     }
 
 

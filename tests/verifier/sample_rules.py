@@ -2,7 +2,11 @@
 prove, and planted wrong ones it must never prove."""
 from __future__ import annotations
 
+import copy
+import json
+
 from taso_relay.subst import rule_from_dict
+from taso_relay.subst.rule_io import shipped_rules_dir
 
 CONV = {"strides": "?s", "padding": "?p", "dilation": "?d", "groups": 1}
 CONV_VARS = {"s": [1, 1], "p": [1, 1, 1, 1], "d": [1, 1]}
@@ -10,6 +14,19 @@ CONV_VARS = {"s": [1, 1], "p": [1, 1, 1, 1], "d": [1, 1]}
 
 def n(id, op, *inputs, **attrs):
     return {"id": id, "op": op, "inputs": list(inputs), "attrs": attrs}
+
+
+def shipped_docs(name: str) -> dict:
+    """The rules of a shipped file (rules/<name>.json) as written, by id."""
+    return {d["id"]: d for d in json.loads((shipped_rules_dir() / f"{name}.json").read_text())["rules"]}
+
+
+def unverified(doc: dict, **changes) -> dict:
+    """A copy of a rule as written, its verdict cleared (so proving it proves it again), with `changes` applied."""
+    doc = copy.deepcopy(doc)
+    doc["verification"] = {"status": "UNVERIFIED"}
+    doc.update(changes)
+    return doc
 
 
 def rule(id, inputs, source, target, outputs, example, constraints=(), kinds=None):

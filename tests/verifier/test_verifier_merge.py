@@ -1,29 +1,19 @@
 """The shipped conv-merge rules (free padding, strides, dilation, activation) are proved; wrong merges are not."""
 from __future__ import annotations
 
-import copy
-import json
-
 import pytest
+from sample_rules import shipped_docs, unverified
 
-from taso_relay.subst.rule_io import rule_from_dict, shipped_rules_dir
+from taso_relay.subst.rule_io import rule_from_dict
 from taso_relay.verifier.prover import PROVED, REFUTED, prove_rule
 
-FILE = shipped_rules_dir() / "handwritten_merge.json"
-DOCS = {d["id"]: d for d in json.loads(FILE.read_text())["rules"]}
-
-
-def _fresh(doc, **changes):
-    doc = copy.deepcopy(doc)
-    doc["verification"] = {"status": "UNVERIFIED"}
-    doc.update(changes)
-    return doc
+DOCS = shipped_docs("handwritten_merge")
 
 
 @pytest.mark.parametrize("rid", sorted(DOCS))
 def test_shipped_merge_is_proved(rid):
     assert DOCS[rid]["verification"]["status"] == PROVED  # what default_rules() will load
-    v = prove_rule(rule_from_dict(_fresh(DOCS[rid])), timeout=20)
+    v = prove_rule(rule_from_dict(unverified(DOCS[rid])), timeout=20)
     assert v.status == PROVED, v.reason
 
 
@@ -32,7 +22,7 @@ def _target_node(doc, node_id):
 
 
 def _weights_swapped(rid):
-    doc = _fresh(DOCS[rid], id=f"bad-{rid}-swapped")
+    doc = unverified(DOCS[rid], id=f"bad-{rid}-swapped")
     node = _target_node(doc, "cw")
     node["inputs"] = node["inputs"][::-1]
     for w in ("w1", "w2"):  # as many output channels in each, so that the swap keeps every output's shape
@@ -42,7 +32,7 @@ def _weights_swapped(rid):
 
 def _padding_transposed(rid):
     """The merged conv pads top and left the other way round: the same output shape, other numbers."""
-    doc = _fresh(DOCS[rid], id=f"bad-{rid}-padding-transposed")
+    doc = unverified(DOCS[rid], id=f"bad-{rid}-padding-transposed")
     _target_node(doc, "c")["attrs"]["padding"] = "=(?p[1], ?p[0], ?p[3], ?p[2])"
     doc["example"]["vars"]["p"] = [0, 1, 1, 0]
     return rule_from_dict(doc)

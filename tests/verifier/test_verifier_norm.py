@@ -1,15 +1,14 @@
 """The shipped batch-norm fold rules are proved; plausible wrong folds and axioms are not."""
 from __future__ import annotations
 
-import copy
-import json
 import random
 
 import numpy as np
 import pytest
+from sample_rules import shipped_docs, unverified
 
 from taso_relay.graph import evaluate
-from taso_relay.subst.rule_io import rule_from_dict, shipped_rules_dir
+from taso_relay.subst.rule_io import rule_from_dict
 from taso_relay.verifier.axioms import N, axiom
 from taso_relay.verifier.axioms.common import CONV, CONV_DOMAINS, W4, X4
 from taso_relay.verifier.axioms.norm import AXIOMS as NORM_AXIOMS
@@ -17,26 +16,19 @@ from taso_relay.verifier.axioms.norm import BN_PARAMS, EPS, bn, scale
 from taso_relay.verifier.concrete import _build, _close, _feeds, check_axiom, sample_axiom_instance
 from taso_relay.verifier.prover import PROVED, REFUTED, prove_rule
 
-FILE = shipped_rules_dir() / "handwritten_norm.json"
-DOCS = {d["id"]: d for d in json.loads(FILE.read_text())["rules"]}
-
-
-def _fresh(doc):
-    doc = copy.deepcopy(doc)
-    doc["verification"] = {"status": "UNVERIFIED"}
-    return doc
+DOCS = shipped_docs("handwritten_norm")
 
 
 @pytest.mark.parametrize("rid", sorted(DOCS))
 def test_shipped_fold_is_proved(rid):
     assert DOCS[rid]["verification"]["status"] == PROVED  # what default_rules() will load
-    v = prove_rule(rule_from_dict(_fresh(DOCS[rid])), timeout=20)
+    v = prove_rule(rule_from_dict(unverified(DOCS[rid])), timeout=20)
     assert v.status == PROVED, v.reason
 
 
 def _edit(rid, name, example=None, **nodes):
     """A copy of a shipped rule with some target nodes changed: {node id: {attr or "inputs": value}}."""
-    doc = _fresh(DOCS[rid])
+    doc = unverified(DOCS[rid])
     doc["id"] = f"bad-{rid}-{name}"
     for node_id, change in nodes.items():
         node = next(n for n in doc["target"] if n["id"] == node_id)

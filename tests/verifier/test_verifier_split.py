@@ -1,15 +1,13 @@
 """The shipped split rules are proved; the same rules with the parts' order mixed up are refuted."""
 from __future__ import annotations
 
-import copy
-import json
-
 import pytest
+from sample_rules import shipped_docs, unverified
 
-from taso_relay.subst.rule_io import rule_from_dict, shipped_rules_dir
+from taso_relay.subst.rule_io import rule_from_dict
 from taso_relay.verifier.prover import PROVED, REFUTED, prove_rule
 
-DOCS = {d["id"]: d for d in json.loads((shipped_rules_dir() / "handwritten_split.json").read_text())["rules"]}
+DOCS = shipped_docs("handwritten_split")
 
 
 def test_every_shipped_split_rule_is_proved():
@@ -19,8 +17,7 @@ def test_every_shipped_split_rule_is_proved():
 def _swapped(rid, node_id, sizes):
     """The rule with `node_id`'s first two inputs swapped, at an example whose parts have the same size (so the
     swap keeps every shape and only the numbers can tell)."""
-    doc = copy.deepcopy(DOCS[rid])
-    doc["id"], doc["verification"] = f"bad-{rid}-swapped", {"status": "UNVERIFIED"}
+    doc = unverified(DOCS[rid], id=f"bad-{rid}-swapped")
     node = next(n for n in doc["source"] + doc["target"] if n["id"] == node_id)
     node["inputs"][:2] = node["inputs"][1::-1]
     for name, shape in sizes.items():
