@@ -1,10 +1,17 @@
-"""Hand-written rules that merge two convolutions of one input whatever their padding.
+"""Hand-written rules that merge two convolutions of one input whatever their padding, and matmuls into slices.
 
 The generated merge rules come from graphs whose convs pad to keep the size
 (padding = kernel // 2), the only padding TASO's generator enumerates; parallel
 'VALID' convs, or convs with any other shared padding, stride or dilation, were
 never merged. Here the padding, strides, dilation and fused activation are free
-variables shared by both convs, and the prover checks the rule for all of them:
+variables shared by both convs, and the prover checks the rule for all of them.
+
+Two or three matmuls of one input (Q/K/V projections, a gated MLP's gate and
+up) merge into one whose parts are read by slices, not a split: TVM runs a
+split with parts going different ways as a copy kernel of its own, while a
+slice fuses into its reader, so the merge pays in one step instead of needing a
+dearer intermediate graph the search may never expand.
+
 
     python -m taso_relay.generator.merge_rules --out rules/handwritten_merge.json
     taso-relay rules verify rules/handwritten_merge.json
@@ -24,6 +31,10 @@ _PROVENANCE = {"generator": "handwritten", "family": "merge-conv"}
 
 
 def merge_rules() -> list[dict]:
+    return conv_rules() + matmul_rules()
+
+
+def conv_rules() -> list[dict]:
     merged = [node("cw", "concat", ["w1", "w2"], axis=0), node("c", "conv2d", ["x", "cw"], **_SAME)]
     sizes = "=(dim(w1, 0), dim(w2, 0))"
     return [
@@ -58,12 +69,41 @@ def merge_rules() -> list[dict]:
     ]
 
 
+def matmul_rules() -> list[dict]:
+    return [_matmuls_sliced(parts, rank) for parts in (2, 3) for rank in MATMUL_RANKS]
+
+
+MATMUL_RANKS = (2, 3, 4)  # one rule per rank of the input: the prover fixes ranks (as the generated rules do)
+
+
+def _matmuls_sliced(parts: int, rank: int) -> dict:
+    """`parts` matmuls of one input of `rank` by 2-D weights, the same fused activation: one matmul on the
+    weights concatenated, each result a slice of its last axis."""
+    ws = [f"w{i + 1}" for i in range(parts)]
+    ends = [" + ".join(f"dim({w}, 1)" for w in ws[:i + 1]) for i in range(parts)]
+    begins = ["0"] + ends[:-1]
+    return {
+        "id": f"h-merge-matmul{parts}-sliced-r{rank}",
+        "inputs": [{"name": "x", "kind": "any"}] + [{"name": w, "kind": "weight"} for w in ws],
+        "source": [node(f"n{i}", "matmul", ["x", w], activation="?a") for i, w in enumerate(ws)],
+        "target": [node("cw", "concat", ws, axis=1), node("m", "matmul", ["x", "cw"], activation="?a")]
+        + [node(f"p{i}", "strided_slice", ["m"], axes=[rank - 1], begin=[0 if b == "0" else "=" + b], end=["=" + e],
+                strides=[1]) for i, (b, e) in enumerate(zip(begins, ends))],
+        "outputs": [[f"n{i}", f"p{i}"] for i in range(parts)],
+        "constraints": [f"rank(x) == {rank}"] + [f"rank({w}) == 2" for w in ws],
+        "example": {"inputs": {"x": [1, 2, 3, 4][-rank:]} | {w: [4, 2 + i] for i, w in enumerate(ws)},
+                    "vars": {"a": "none"}},
+        "provenance": {"generator": "handwritten", "family": "merge-matmul"},
+    }
+
+
 def main(argv=None) -> int:
     return write_main(argv, __doc__.splitlines()[0], merge_rules, (
         "Two convs of one input with the same kernel size, padding, strides, dilation and activation (all free) "
         "become one conv on the concatenated weights, split (or concatenated) after: the generated merge rules "
-        "only cover padding = kernel // 2 (taso_relay/generator/merge_rules.py). Proved like the generated ones "
-        "(taso-relay rules verify)."))
+        "only cover padding = kernel // 2 (taso_relay/generator/merge_rules.py). Two or three matmuls of one input "
+        "become one, each result read by a slice (which TVM fuses into its reader; a split is a copy kernel). "
+        "Proved like the generated ones (taso-relay rules verify)."))
 
 
 if __name__ == "__main__":

@@ -32,7 +32,8 @@ def split_rules() -> list[dict]:
         "example": {"inputs": {"y": [2, 3, 7], "b1": [3], "b2": [4]}, "vars": {"a": 2, "sz": [3, 4]}},
         "provenance": _PROVENANCE,
     }, _channel_bias(), *(_activation(op) for op in ACTIVATIONS), _rejoined(),
-        _rejoined(other_first=True), _rejoined(other_last=True)]
+        _rejoined(other_first=True), _rejoined(other_last=True), *(_as_slices(n) for n in SLICED_PARTS),
+        _slice_of_slice()]
 
 
 ACTIVATIONS = ("relu", "sigmoid", "tanh")
@@ -89,14 +90,60 @@ def _rejoined(other_first: bool = False, other_last: bool = False) -> dict:
     }
 
 
+SLICED_PARTS = (2, 3, 4)
+
+
+def _as_slices(parts: int) -> dict:
+    """A split read as one slice per part. TVM runs a split whose parts go different ways as a kernel of its own
+    (FuseOps finds no injective post-dominator for it), copying every part; a slice is element-wise to FuseOps
+    and fuses into its reader: after Q/K/V (or gate/up) projections merge, each part's slice joins its
+    reshape and transpose (or the activation), and the copy is gone. The cost model decides where it pays."""
+    ends = [" + ".join(f"?sz[{k}]" for k in range(i + 1)) for i in range(parts)]
+    begins = ["0"] + ends[:-1]
+    return {
+        "id": f"h-split-slices{parts}", "inputs": [_ONE],
+        "source": [node("s", "split", ["y"], axis="?a", sizes="?sz")],
+        "target": [node(f"p{i}", "strided_slice", ["y"], axes=["?a"], begin=[_expr(b)], end=[_expr(e)], strides=[1])
+                   for i, (b, e) in enumerate(zip(begins, ends))],
+        "outputs": [[f"s:{i}", f"p{i}"] for i in range(parts)],
+        "constraints": [f"len(?sz) == {parts}"],
+        "example": {"inputs": {"y": [2, 3 * parts + 1, 3]},
+                    "vars": {"a": 1, "sz": [3] * (parts - 1) + [4]}},
+        "provenance": _PROVENANCE,
+    }
+
+
+def _slice_of_slice() -> dict:
+    """A slice of a slice (on one axis, in bounds) is one slice: what merging a third matmul into two merged
+    ones leaves. The outer slice is kept as an output, for its other readers (it is dropped where it has none)."""
+    def sl(id_, x, b, e):
+        return node(id_, "strided_slice", [x], axes=["?a"], begin=[b], end=[e], strides=[1])
+    return {
+        "id": "h-slice-of-slice", "inputs": [_ONE],
+        "source": [sl("s1", "y", "?b1", "?e1"), sl("s2", "s1", "?b2", "?e2")],
+        "target": [sl("k", "y", "?b1", "?e1"), sl("t", "y", "=?b1 + ?b2", "=?b1 + ?e2")],
+        "outputs": [["s1", "k"], ["s2", "t"]],
+        "constraints": ["?a >= 0", "0 <= ?b1", "?b1 <= ?e1", "?e1 <= dim(y, ?a)", "0 <= ?b2", "?b2 <= ?e2",
+                        "?e2 <= ?e1 - ?b1"],
+        "example": {"inputs": {"y": [2, 9, 3]}, "vars": {"a": 1, "b1": 2, "e1": 8, "b2": 1, "e2": 4}},
+        "provenance": _PROVENANCE,
+    }
+
+
+def _expr(text: str):
+    return 0 if text == "0" else "=" + text
+
+
 def main(argv=None) -> int:
     return write_main(argv, __doc__.splitlines()[0], split_rules, (
         "A bias added to each part of a split is added before the split, with the biases concatenated: after "
         "parallel matmuls (or convs, whose biases are (1, C, 1, 1)) are merged their bias adds then fuse into the "
         "merged operator, as in TVM's CombineParallelMatmul. The same activation on both parts runs once before "
         "the split, and a split's parts concatenated again (alone or beside a third tensor) are the tensor that "
-        "was split. TASO's generator has no rule of these shapes (its activations are 2-D and its biases are not "
-        "1-D; taso_relay/generator/split_rules.py). Proved like the generated ones (taso-relay rules verify)."))
+        "was split. A split's parts are also slices of the tensor, which TVM fuses into their readers where it "
+        "runs the split alone. TASO's generator has no rule of these shapes (its activations are 2-D and its "
+        "biases are not 1-D; taso_relay/generator/split_rules.py). Proved like the generated ones (taso-relay "
+        "rules verify)."))
 
 
 if __name__ == "__main__":

@@ -25,8 +25,10 @@ def _weights_swapped(rid):
     doc = unverified(DOCS[rid], id=f"bad-{rid}-swapped")
     node = _target_node(doc, "cw")
     node["inputs"] = node["inputs"][::-1]
-    for w in ("w1", "w2"):  # as many output channels in each, so that the swap keeps every output's shape
-        doc["example"]["inputs"][w][0] = 3
+    axis = _target_node(doc, "cw")["attrs"]["axis"]  # convs: output channels (0); matmuls: columns (1)
+    for w in doc["example"]["inputs"]:  # as many in each, so that the swap keeps every output's shape
+        if w.startswith("w"):
+            doc["example"]["inputs"][w][axis] = 3
     return rule_from_dict(doc)
 
 
@@ -40,7 +42,19 @@ def _padding_transposed(rid):
 
 # (a wrong rule whose outputs change shape is never applied: the matcher checks the types, and the prover
 # says UNKNOWN, not REFUTED, so those are left out here)
-WRONG = [_weights_swapped(r) for r in sorted(DOCS)] + [_padding_transposed("h-merge-conv")]
+def _parts_swapped(rid):
+    """The first two matmuls read each other's slice, at an example where every part is as wide."""
+    doc = unverified(DOCS[rid], id=f"bad-{rid}-parts-swapped")
+    doc["outputs"][0][1], doc["outputs"][1][1] = doc["outputs"][1][1], doc["outputs"][0][1]
+    for w in doc["example"]["inputs"]:
+        if w.startswith("w"):
+            doc["example"]["inputs"][w][1] = 3
+    return rule_from_dict(doc)
+
+
+MATMULS = [r for r in sorted(DOCS) if r.startswith("h-merge-matmul")]
+WRONG = [_weights_swapped(r) for r in sorted(DOCS)] + [_padding_transposed("h-merge-conv")] + \
+    [_parts_swapped(r) for r in MATMULS]
 
 
 @pytest.mark.parametrize("r", WRONG, ids=lambda r: r.id)

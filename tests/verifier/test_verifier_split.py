@@ -26,7 +26,25 @@ def _swapped(rid, node_id, sizes):
     return rule_from_dict(doc)
 
 
+def _slices_swapped(parts):
+    """h-split-slicesN with the first two outputs mapped to each other's slice, at equal part sizes."""
+    doc = unverified(DOCS[f"h-split-slices{parts}"], id=f"bad-slices{parts}-swapped")
+    doc["outputs"][0][1], doc["outputs"][1][1] = doc["outputs"][1][1], doc["outputs"][0][1]
+    doc["example"]["inputs"]["y"] = [2, 3 * parts, 3]
+    doc["example"]["vars"]["sz"] = [3] * parts
+    return rule_from_dict(doc)
+
+
+def _slice_short(parts):
+    """h-split-slicesN whose last slice stops one element early (a shape the verifier must see through)."""
+    doc = unverified(DOCS[f"h-split-slices{parts}"], id=f"bad-slices{parts}-short")
+    last = doc["target"][-1]
+    last["attrs"]["end"] = [last["attrs"]["end"][0] + " - 1"]
+    return rule_from_dict(doc)
+
+
 WRONG = [
+    *(_slices_swapped(n) for n in (2, 3, 4)),
     _swapped("h-split-bias-channels", "c", {"y": [2, 6, 3, 5], "b1": [1, 3, 1, 1], "b2": [1, 3, 1, 1]}),
     _swapped("h-split-rejoined", "k", {"y": [2, 6, 3]}),
     _swapped("h-split-rejoined-before", "k", {"y": [2, 6, 3]}),
@@ -38,3 +56,9 @@ WRONG = [
 def test_parts_in_the_wrong_order_are_refuted(r):
     v = prove_rule(r, timeout=5)
     assert v.status == REFUTED, (v.status, v.reason)
+
+
+@pytest.mark.parametrize("parts", [2, 3, 4])
+def test_a_slice_short_of_its_part_is_never_proved(parts):
+    v = prove_rule(_slice_short(parts), timeout=5)
+    assert v.status != PROVED, (v.status, v.reason)
