@@ -208,9 +208,22 @@ def compute_flops(kernel: Kernel) -> float:
     return sum(multiply_add_flops(g.nodes[i], [g.type_of(r) for r in g.nodes[i].inputs]) for i in anchors)
 
 
+def input_bytes(kernel: Kernel) -> float:
+    """Bytes the kernel reads: each input whole, except one read only through slices, of which it reads
+    the slices (a merged projection's part, sliced inside the kernel that reshapes it)."""
+    g, members = kernel.graph, kernel.nodes
+    total = 0.0
+    for ref, t in zip(kernel.inputs, kernel.input_types):
+        readers = [g.nodes[i] for i in members if ref in g.nodes[i].inputs]
+        if readers and all(n.op == "strided_slice" for n in readers):
+            total += min(nbytes(t), sum(nbytes(n.types[0]) for n in readers))
+        else:
+            total += nbytes(t)
+    return total
+
+
 def kernel_bytes(kernel: Kernel) -> float:
-    return float(sum(nbytes(t) for t in kernel.input_types) + sum(nbytes(t) for t in kernel.output_types)
-                 + strided_bytes(kernel))
+    return float(input_bytes(kernel) + sum(nbytes(t) for t in kernel.output_types) + strided_bytes(kernel))
 
 
 class AnalyticCost(KernelCostModel):

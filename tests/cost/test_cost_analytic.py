@@ -51,6 +51,24 @@ def test_flops_and_bytes_of_a_fused_kernel():
     assert kernel_bytes(k) == 4 * (16 * 64 + 16 * 16 * 9 + 16 + 16 * 64)
 
 
+def test_a_kernel_reading_a_slice_pays_for_the_slice_only():
+    """A merged projection's parts, each sliced inside the kernel that reshapes it: each kernel reads its
+    third of the merged tensor, not all of it (else merging Q/K/V would look dearer the wider they are)."""
+    b = GraphBuilder()
+    y = b.input("y", (1, 128, 3 * 768))
+    heads = [b.op("transpose", b.op("reshape", b.op("strided_slice", y, axes=(2,), begin=(i * 768,),
+                                                   end=((i + 1) * 768,), strides=(1,)), shape=(1, 128, 12, 64)),
+                  perm=(0, 2, 1, 3)) for i in range(3)]
+    kernels = AnalyticCost(MachinePeaks(1, 1)).kernels(b.build(heads))
+    assert len(kernels) == 3 and all(k.ops == ["strided_slice", "reshape", "transpose"] for k in kernels)
+    part = 4 * 128 * 768
+    assert [kernel_bytes(k) for k in kernels] == [part + part] * 3  # its part read, its heads written
+    b = GraphBuilder()
+    y = b.input("y", (1, 128, 3 * 768))
+    (k,) = AnalyticCost(MachinePeaks(1, 1)).kernels(b.build([b.op("relu", y)]))
+    assert kernel_bytes(k) == 2 * 3 * part  # read through anything else: the whole tensor
+
+
 def test_fusion_is_cheaper_than_separate_kernels(peaks):
     from taso_relay.cost.protocol import per_node_partition
 
