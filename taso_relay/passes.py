@@ -16,6 +16,7 @@ import numbers
 import os
 import time
 import warnings
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,6 +32,7 @@ from .graph.folding import CONSTANT_OPS, weight_only
 from .guard import check_region
 from .search import CONTEST_GAIN, DEFAULT_PATIENCE, DEFAULT_TIME_LIMIT, optimize  # 8 s: under the 10 s target
 from .search.layout import LAYOUTS
+from .search.saturate import merges_matmuls
 from .subst import default_rules, load_rules
 from .subst.incremental import RuleIndex
 
@@ -194,6 +196,8 @@ class TASOOptimizer:
         searcher = cost.search_model() if callable(getattr(cost, "search_model", None)) else cost
         if searcher is not cost:  # a dear model judges the few graphs a cheap one proposes
             cost, judge = searcher, cost
+        elif self._prices_naive_matmuls(cost):
+            rules = without_matmul_merges(rules)
         for model in (cost, judge):  # the PrimFuncs opaque call_tir nodes call: their patterns, their kernels
             if self._module is not None and callable(getattr(model, "set_module", None)):
                 model.set_module(self._module)
@@ -208,6 +212,22 @@ class TASOOptimizer:
                 report.below_min_gain = search_report.cost_after < search_report.cost_before
             return graph  # a predicted gain within the cost model's noise is not worth a rewrite
         return best
+
+    def _prices_naive_matmuls(self, cost) -> bool:
+        """Whether `cost` is the roofline model pricing TVM's default lowering on a CPU, whose matmuls are
+        plain loops: there a matmul on wider (concatenated) weights runs slower per flop, which a roofline
+        cannot see. Measured on this machine, merged 0.62x for a gated MLP's gate and up projections
+        (128x512 by 512x1376 each), 0.72x for BERT-base's Q/K/V, 0.61x for NASRNN (TVM's
+        CombineParallelMatmul); under MetaSchedule the same merges gain (bench/README.md). So the search
+        leaves matmul merges out there, as it leaves out saturating them (which only the tuned build does)."""
+        from .cost.analytic import AnalyticCost
+
+        if not isinstance(cost, AnalyticCost) or getattr(cost, "lowering", self.lowering) != "default":
+            return False
+        try:
+            return self._speed_target().kind.name == "llvm"
+        except Exception:  # no target to read (an invalid one is refused when the pass is made)
+            return False
 
     def resolved_layout(self) -> str | None:
         """The layout the search offers: layout, where "auto" is "nhwc" only for a cost model with a judge
@@ -507,6 +527,18 @@ def _load(files: tuple[tuple[str, int], ...]) -> RuleIndex:
                 warnings.warn(f"{path}: rule {rule.id} differs from the rule of that id read before it; "
                               "the first is used", stacklevel=3)
     return RuleIndex(list(rules.values()))
+
+
+_WITHOUT_MATMUL_MERGES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def without_matmul_merges(rules: RuleIndex) -> RuleIndex:
+    """`rules` less those that merge matmuls (TASOPass._prices_naive_matmuls); indexed once per rule set."""
+    kept = _WITHOUT_MATMUL_MERGES.get(rules)
+    if kept is None:
+        matchers = [m for m in rules.matchers if not merges_matmuls(m.rule)]
+        kept = _WITHOUT_MATMUL_MERGES[rules] = rules if len(matchers) == len(rules.matchers) else RuleIndex(matchers)
+    return kept
 
 
 def _versioned(paths) -> tuple[tuple[str, int], ...]:
