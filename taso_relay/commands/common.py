@@ -101,6 +101,14 @@ def parse_target(spec: str | None):
         raise InputError(f"invalid target {json.dumps(config)}: {first_line(exc)}") from None
 
 
+def tuning_target(target):
+    """The target MetaSchedule tunes and the library is built for: a CPU target gets num-cores (this
+    machine's usable cores) where it names none, as MetaSchedule requires."""
+    from ..cost.lowering import with_cores
+
+    return with_cores(target)
+
+
 def target_json(target) -> dict:
     """A target as its JSON dict (what --target accepts), for reports and the library's sidecar file."""
     try:

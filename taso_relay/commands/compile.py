@@ -65,6 +65,8 @@ def run_compile(args) -> int:
     # the tuned judge priced MetaSchedule's kernels: the library is built from its database
     judged = getattr(args, "cost", None) == "tuned" and not args.no_taso
     tuning = args.trials > 0 or args.work_dir is not None or judged
+    if tuning:
+        target = common.tuning_target(target)
     work_dir = args.work_dir or (Path(str(out) + ".tuning") if args.trials or not judged else judge_database(target))
     if tuning:
         args.work_dir = work_dir  # TASOPass(cost="tuned") tunes into the same database

@@ -31,6 +31,8 @@ def run_optimize(args) -> int:
             common.output_path(path)  # a bad destination fails now, not after the search
     common.check_rules(args)
     target = common.parse_target(args.target)
+    if getattr(args, "cost", None) == "tuned":
+        target = common.tuning_target(target)
     n_steps = 2 + sum(bool(x) for x in (args.emit_onnx, args.draw))
     with common.steps_for(args, n_steps) as steps:
         prepared = common.prepare_model(args, steps)

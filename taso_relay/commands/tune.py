@@ -23,7 +23,7 @@ def add_tune(sub) -> None:
 def run_tune(args) -> int:
     if args.trials <= 0:
         raise common.InputError("--trials must be > 0")
-    target = common.parse_target(args.target)
+    target = common.tuning_target(common.parse_target(args.target))
     common.check_rules(args)
     work_dir = args.work_dir or Path(Path(args.model).stem + ".tuning")
     if work_dir.exists() and not work_dir.is_dir():

@@ -48,6 +48,22 @@ def as_target(target) -> tvm.target.Target:
     return tvm.target.Target(target)
 
 
+def with_cores(target) -> tvm.target.Target:
+    """`target`, and for a CPU (llvm) target that names no num-cores, with the cores this process may
+    use: MetaSchedule refuses to tune for a CPU target without it ("physical core number must be
+    defined"), and the host target a user writes ({"kind": "llvm"}, the default) has none."""
+    target = as_target(target)
+    if target.kind.name != "llvm" or int(target.attrs.get("num-cores", 0) or 0) > 0:
+        return target
+    import json
+    import os
+
+    config = json.loads(str(target)) if str(target).startswith("{") else dict(target.export())
+    config = {k: v for k, v in config.items() if v not in (None, "", [], {})}
+    config["num-cores"] = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return tvm.target.Target(config)
+
+
 def target_key(target) -> str:
     """Canonical JSON text of a target (keys sorted): the cache's notion of 'same target'."""
     import json

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from .cache import file_lock
 from .kernel import Kernel
-from .lowering import LOWERING_IDS, lower, open_database, reusing_lowerings, target_key
+from .lowering import LOWERING_IDS, lower, open_database, reusing_lowerings, target_key, with_cores
 from .measured import MeasuredCost, kernel_module
 from .paths import default_tuning_dir
 from .progress import progress
@@ -119,7 +119,7 @@ class TunedCost(MeasuredCost):
                  num_trials_per_iter: int | None = None, ms_cost_model: str = "xgb", ms_seed: int | None = 0,
                  builder=None, ms_runner="local", verbose: bool = False, tasks_per_run: int = 16, **kwargs):
         kwargs["lowering"] = "tuning"  # static_shape_tuning's passes: the final build must match them
-        super().__init__(target, **kwargs)
+        super().__init__(with_cores(target), **kwargs)
         self.trials = int(trials)
         self.work_dir = Path(work_dir) if work_dir else default_tuning_dir() / tuning_key(self.target)
         self.work_dir.mkdir(parents=True, exist_ok=True)

@@ -160,3 +160,35 @@ def test_layout_flag_sets_the_pass_option(argv, expected):
     p = argparse.ArgumentParser()
     common.add_taso_arguments(p)
     assert common.make_pass(p.parse_args(argv), None).layout == expected
+
+
+def _target_given_to_the_pass(cli, argv, monkeypatch):
+    """The target the command hands TASOPass (the command is stopped there: the CLI reports the error)."""
+    seen = []
+
+    def spy(args, target):
+        seen.append(target)
+        raise RuntimeError("stopped by the test")
+
+    monkeypatch.setattr(common, "make_pass", spy)
+    cli(*argv)
+    return seen[0]
+
+
+@pytest.mark.parametrize("argv", [["optimize", "--cost", "tuned"], ["compile", "--cost", "tuned"],
+                                  ["compile", "--tune-trials", "8"], ["tune", "--trials", "8"]],
+                         ids=["optimize-tuned", "compile-tuned", "compile-trials", "tune"])
+def test_a_tuning_command_gives_the_host_target_its_cores(argv, cli, small, tmp_path, monkeypatch):
+    """MetaSchedule refuses a CPU target without num-cores ("physical core number must be defined"); the
+    host target the commands default to has none, so every command that tunes adds this machine's."""
+    import os
+
+    monkeypatch.setenv("TASO_RELAY_CACHE_DIR", str(tmp_path))
+    command, *flags = argv
+    out = ["-o", tmp_path / "m.so"] if command == "compile" else ["--work-dir", tmp_path / "w"] * (command == "tune")
+    target = _target_given_to_the_pass(cli, [command, small, *flags, *out], monkeypatch)
+    assert int(target.attrs["num-cores"]) == len(os.sched_getaffinity(0))
+
+
+def test_a_command_that_does_not_tune_keeps_the_target_as_given(cli, small, monkeypatch):
+    assert "num-cores" not in _target_given_to_the_pass(cli, ["optimize", small], monkeypatch).attrs

@@ -164,3 +164,19 @@ def test_an_interrupted_tuning_keeps_the_runs_that_finished(tmp_path, target, mo
     again = TunedCost(target, tasks_per_run=2, **kw)
     assert again.graph_cost(graph) > 0
     assert again.tunings == 1  # the first run's two kernels were kept
+
+
+def test_a_cpu_target_without_cores_is_tuned_for_this_machines(tmp_path):
+    """MetaSchedule refuses a CPU target with no num-cores; {"kind": "llvm"} (the CLI's default, and the
+    target a user writes) tunes for the cores this process may use, and a tiny run goes through."""
+    import os
+
+    from taso_relay.cost.lowering import with_cores
+
+    cores = len(os.sched_getaffinity(0))
+    m = TunedCost({"kind": "llvm"}, trials=2, work_dir=tmp_path / "db", cache=False, ms_cost_model="random",
+                  timer=FAST)
+    assert int(m.target.attrs["num-cores"]) == cores and '"num-cores"' in m.target_key
+    assert m.graph_cost(tiny_matmul()) > 0 and m.tunings == 1
+    assert int(with_cores({"kind": "llvm", "num-cores": 1}).attrs["num-cores"]) == 1  # a given count stays
+    assert with_cores({"kind": "cuda"}).kind.name == "cuda" and "num-cores" not in with_cores({"kind": "cuda"}).attrs
