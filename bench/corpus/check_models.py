@@ -54,7 +54,7 @@ def layout_pass(layout: str):
     return relax.transform.function_pass(opt_level=0, name=f"TASOPass+{layout}")(Converted)
 
 
-def check(path: Path, target, time_limit: float, layout: str | None = None) -> dict:
+def check(path: Path, target, time_limit: float, layout: str | None = None, lowering: str = "default") -> dict:
     import onnxruntime as ort
     import tvm
     from tvm import relax
@@ -69,7 +69,7 @@ def check(path: Path, target, time_limit: float, layout: str | None = None) -> d
     start = time.perf_counter()
     mod = prepare(path, {}).mod
     kind = layout_pass(layout) if layout else TASOPass
-    taso = kind(target=target, min_gain=0.0, verify_speed=False, time_limit=time_limit)
+    taso = kind(target=target, min_gain=0.0, verify_speed=False, time_limit=time_limit, lowering=lowering)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rewritten = taso(mod)
@@ -101,6 +101,9 @@ def main(argv=None) -> int:
     p.add_argument("--tolerance", type=float, default=1e-5)
     p.add_argument("--time-limit", type=float, default=8.0)
     p.add_argument("--cores", type=int, default=2)
+    p.add_argument("--lowering", choices=("default", "tuning"), default="default",
+                   help="the lowering the search prices kernels for: tuning (MetaSchedule's) also merges matmuls, "
+                        "which the default CPU lowering runs slower (the comparison is built the default way)")
     p.add_argument("--layout", choices=("nhwc",), default=None,
                    help="also convert every conv of the result to this layout (the layout step's rules)")
     args = p.parse_args(argv)
@@ -110,7 +113,7 @@ def main(argv=None) -> int:
     failed = 0
     for path in args.models:
         try:
-            record = check(path, target, args.time_limit, args.layout)
+            record = check(path, target, args.time_limit, args.layout, args.lowering)
         except Exception as exc:  # noqa: BLE001 - one model's failure is its record, the others still run
             record = {"model": path.stem, "error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"}
         bad = "error" in record or not agrees(record["rewritten_vs_original"], args.tolerance)
