@@ -533,12 +533,13 @@ _WITHOUT_MATMUL_MERGES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary(
 
 
 def without_matmul_merges(rules: RuleIndex) -> RuleIndex:
-    """`rules` less those that merge matmuls (TASOPass._prices_naive_matmuls); indexed once per rule set."""
+    """`rules` less those that merge matmuls (TASOPass._prices_naive_matmuls); indexed once per rule set.
+    (A set with none to remove is remembered as False: the set itself as the value would keep its key alive.)"""
     kept = _WITHOUT_MATMUL_MERGES.get(rules)
     if kept is None:
         matchers = [m for m in rules.matchers if not merges_matmuls(m.rule)]
-        kept = _WITHOUT_MATMUL_MERGES[rules] = rules if len(matchers) == len(rules.matchers) else RuleIndex(matchers)
-    return kept
+        kept = _WITHOUT_MATMUL_MERGES[rules] = len(matchers) < len(rules.matchers) and RuleIndex(matchers)
+    return kept or rules
 
 
 def _versioned(paths) -> tuple[tuple[str, int], ...]:

@@ -49,12 +49,15 @@ def as_target(target) -> tvm.target.Target:
 
 
 def with_cores(target) -> tvm.target.Target:
-    """`target`, and for a CPU (llvm) target that names no num-cores, with the cores this process may
-    use: MetaSchedule refuses to tune for a CPU target without it ("physical core number must be
-    defined"), and the host target a user writes ({"kind": "llvm"}, the default) has none."""
+    """`target`, and for this machine's CPU (llvm, no other mtriple) when it names no num-cores, with the
+    cores this process may use: MetaSchedule refuses to tune for a CPU target without it ("physical core
+    number must be defined"), and the host target a user writes ({"kind": "llvm"}, the default) has none."""
     target = as_target(target)
     if target.kind.name != "llvm" or int(target.attrs.get("num-cores", 0) or 0) > 0:
         return target
+    triple = str(target.attrs.get("mtriple", "") or "")
+    if triple and triple != str(tvm.target.Target({"kind": "llvm"}).attrs.get("mtriple", "")):
+        return target  # another machine's CPU: its core count is the user's to say (MetaSchedule asks for it)
     import json
     import os
 

@@ -180,3 +180,4 @@ def test_a_cpu_target_without_cores_is_tuned_for_this_machines(tmp_path):
     assert m.graph_cost(tiny_matmul()) > 0 and m.tunings == 1
     assert int(with_cores({"kind": "llvm", "num-cores": 1}).attrs["num-cores"]) == 1  # a given count stays
     assert with_cores({"kind": "cuda"}).kind.name == "cuda" and "num-cores" not in with_cores({"kind": "cuda"}).attrs
+    assert "num-cores" not in with_cores({"kind": "llvm", "mtriple": "aarch64-linux-gnu"}).attrs  # not this CPU

@@ -148,3 +148,18 @@ def test_the_pass_merges_matmuls_only_where_the_build_tunes_them(lowering):
     assert without_matmul_merges(shipped) is fewer and without_matmul_merges(fewer) is fewer  # indexed once
     assert not [m for m in fewer.matchers if m.rule.id.startswith("h-merge-matmul")]
     assert len(shipped.matchers) - len(fewer.matchers) >= 6
+
+
+def test_a_rule_set_without_matmul_merges_is_not_kept_alive_by_the_filter():
+    """TASOPass(rules=[...]) indexes its rules on every call: the filter's memo must not hold them."""
+    import gc
+    import weakref
+
+    from taso_relay.passes import without_matmul_merges
+
+    index = RuleIndex([r for r in default_rules() if r.id.startswith("h-split")])
+    assert without_matmul_merges(index) is index  # nothing to leave out
+    ref = weakref.ref(index)
+    del index
+    gc.collect()
+    assert ref() is None
