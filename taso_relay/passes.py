@@ -196,8 +196,10 @@ class TASOOptimizer:
         searcher = cost.search_model() if callable(getattr(cost, "search_model", None)) else cost
         if searcher is not cost:  # a dear model judges the few graphs a cheap one proposes
             cost, judge = searcher, cost
-        elif self._prices_naive_matmuls(cost):
-            rules = without_matmul_merges(rules)
+        left_out = 0
+        if searcher is cost and self._prices_naive_matmuls(cost):
+            narrowed = without_matmul_merges(rules)
+            left_out, rules = len(rules.matchers) - len(narrowed.matchers), narrowed
         for model in (cost, judge):  # the PrimFuncs opaque call_tir nodes call: their patterns, their kernels
             if self._module is not None and callable(getattr(model, "set_module", None)):
                 model.set_module(self._module)
@@ -205,6 +207,9 @@ class TASOOptimizer:
                                        saturate_merges=getattr(cost, "lowering", self.lowering) == "tuning",
                                        judge=judge, judge_margin=self.min_gain, patience=self.patience,
                                        layout=self.resolved_layout())
+        if left_out:  # said in the report's settings line: a merge the user may look for was not tried
+            search_report.settings["left_out"] = (f"{left_out} merges onto wider matmuls (slower under TVM's default "
+                                                  "CPU lowering)")
         if report is not None:
             report.search = search_report
         if search_report.cost_after > search_report.cost_before * (1.0 - self.min_gain):

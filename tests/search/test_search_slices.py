@@ -137,11 +137,14 @@ def test_a_slice_past_the_end_flattens_to_where_it_stops(rules):
 def test_the_pass_merges_matmuls_only_where_the_build_tunes_them(lowering):
     """TVM's default CPU lowering runs matmuls as plain loops, slower per flop on wider weights (merged Q/K/V
     measured 0.72x here), which the roofline cannot see: for it the pass leaves matmul merges out."""
-    from taso_relay.passes import TASOPass, resolve_rules, without_matmul_merges
+    from taso_relay.passes import FunctionReport, TASOPass, resolve_rules, without_matmul_merges
 
     g = qkv()
-    best = TASOPass(lowering=lowering, target="llvm", time_limit=10, layout=None).optimize_graph(g)
+    report = FunctionReport("main")
+    best = TASOPass(lowering=lowering, target="llvm", time_limit=10, layout=None).optimize_graph(g, report)
     assert count(best, "matmul") == (5 if lowering == "default" else 3)
+    said = report.search.settings.get("left_out", "")  # the text report's settings line says what was left out
+    assert ("merges onto wider matmuls" in said) == (lowering == "default")
     assert_same_outputs(g, best)
     shipped = resolve_rules(None)
     fewer = without_matmul_merges(shipped)
