@@ -197,7 +197,7 @@ class TASOOptimizer:
         if searcher is not cost:  # a dear model judges the few graphs a cheap one proposes
             cost, judge = searcher, cost
         left_out = 0
-        if searcher is cost and self._prices_naive_matmuls(cost):
+        if judge is None and self._prices_naive_matmuls(cost):
             narrowed = without_matmul_merges(rules)
             left_out, rules = len(rules.matchers) - len(narrowed.matchers), narrowed
         for model in (cost, judge):  # the PrimFuncs opaque call_tir nodes call: their patterns, their kernels

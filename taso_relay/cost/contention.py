@@ -18,6 +18,8 @@ import os
 import time
 from pathlib import Path
 
+from ..graph.interpreter import usable_cores
+
 CONTENDED = 0.25  # a timing with at least this contention is not trusted once the machine is quiet
 PSI_CPU = Path("/proc/pressure/cpu")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -72,10 +74,7 @@ def _stall_seconds(path: Path) -> float | None:
 
 def _load_share() -> float | None:
     """The 1-minute load average beyond this process's usable cores, per core."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:
-        cores = os.cpu_count() or 1
+    cores = usable_cores()
     try:
         return max(0.0, os.getloadavg()[0] - cores) / cores
     except (OSError, AttributeError):  # no load average (Windows)

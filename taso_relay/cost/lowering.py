@@ -59,11 +59,11 @@ def with_cores(target) -> tvm.target.Target:
     if triple and triple != str(tvm.target.Target({"kind": "llvm"}).attrs.get("mtriple", "")):
         return target  # another machine's CPU: its core count is the user's to say (MetaSchedule asks for it)
     import json
-    import os
 
-    config = json.loads(str(target)) if str(target).startswith("{") else dict(target.export())
-    config = {k: v for k, v in config.items() if v not in (None, "", [], {})}
-    config["num-cores"] = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    from ..graph.interpreter import usable_cores
+
+    config = {k: v for k, v in json.loads(str(target)).items() if v not in (None, "", [], {})}  # TVM's JSON form
+    config["num-cores"] = usable_cores()
     return tvm.target.Target(config)
 
 

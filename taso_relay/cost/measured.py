@@ -21,6 +21,7 @@ from typing import Sequence
 import numpy as np
 
 from ..graph import Graph
+from ..graph.interpreter import usable_cores
 from .cache import CostCache, file_lock
 from .contention import contended
 from .contention import now as contention_now
@@ -81,10 +82,7 @@ def _warn_if_busy() -> None:
     global _WARNED_BUSY
     if _WARNED_BUSY or not hasattr(os, "getloadavg"):
         return
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:
-        cores = os.cpu_count() or 1
+    cores = usable_cores()
     load = os.getloadavg()[0]
     if load > cores + 0.5:
         _WARNED_BUSY = True

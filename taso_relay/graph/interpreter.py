@@ -35,10 +35,15 @@ def blas_on_free_cores():
         yield
 
 
+def usable_cores() -> int:
+    """The cores this process may use (its affinity where the platform says it, else every core)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def free_cores() -> int:
     """The cores this process may use, less the 1-minute load of everything else (this process counted
     as one), and at least one."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cores = usable_cores()
     try:
         load = os.getloadavg()[0]
     except (OSError, AttributeError):  # no load average on this platform (Windows) or none readable
