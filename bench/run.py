@@ -40,6 +40,10 @@ def parse_args(argv=None):
     p.add_argument("--trials-per-task", type=int, default=0,
                    help="MetaSchedule, one database per model: every distinct kernel of every "
                         "configuration tuned once with this many trials (fairer than --tune-trials)")
+    p.add_argument("--tasks-per-run", type=int, default=4,
+                   help="kernels per MetaSchedule run with --trials-per-task: a run's records are saved only as it "
+                        "ends, so an interrupted run loses at most this many kernels' tuning (a full model's "
+                        "kernels take 1-2 min each at 64 trials on 2 cores)")
     p.add_argument("--target", default=None,
                    help='target as JSON, e.g. \'{"kind": "cuda"}\' (default: host llvm, all cores)')
     p.add_argument("--configs", nargs="+", default=None,
@@ -134,7 +138,7 @@ def bench_model(name, args, target_dict, target, threads, run_id, options):
 
     runners, outputs = {}, {}
     shared = hcompile.SharedTuning(target, args.trials_per_task, str(
-        Path(args.work_dir) / run_id / name / "shared")) if args.trials_per_task else None
+        Path(args.work_dir) / run_id / name / "shared"), args.tasks_per_run) if args.trials_per_task else None
     tuning = args.tune_trials or args.trials_per_task
     if shared is not None and options.cost == "tuned":
         # TASOPass's tuned judge tunes into the model's shared database, with the same trials per kernel

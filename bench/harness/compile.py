@@ -91,9 +91,9 @@ class SharedTuning:
     schedules - the stock ``static_shape_tuning`` passes, as ``tuned`` runs.
     """
 
-    def __init__(self, target, trials_per_task: int, work_dir: str):
+    def __init__(self, target, trials_per_task: int, work_dir: str, tasks_per_run: int = 4):
         from taso_relay.cost.tuned import TunedCost
-        self.model = TunedCost(target, trials=trials_per_task, work_dir=work_dir)
+        self.model = TunedCost(target, trials=trials_per_task, work_dir=work_dir, tasks_per_run=tasks_per_run)
         self.trials_per_task = trials_per_task
 
     def build(self, mod):
