@@ -26,7 +26,7 @@ from tvm import relax
 from .bridge import execute
 from .bridge.from_relax import Imported, function_name, graph_from_function
 from .bridge.to_relax import function_from_graph, module_from_graph
-from .cost.lowering import reusing_lowerings
+from .cost.lowering import reusing_lowerings, with_cores
 from .graph import Graph, NotModelled, blas_on_free_cores, evaluate, random_feeds
 from .graph.folding import CONSTANT_OPS, weight_only
 from .guard import check_region
@@ -268,7 +268,12 @@ class TASOOptimizer:
     def _speed_target(self):
         """Where the speed check builds and times: the pass's target, else its cost model's, else the
         target in scope (the host CPU outside one)."""
-        target = self.target if self.target is not None else getattr(self.cost_model(), "target", None)
+        model = self.cost_model()
+        target = self.target if self.target is not None else getattr(model, "target", None)
+        if target is not None and callable(getattr(model, "tune_modules", None)):
+            # the judge tunes for this CPU's cores where the target names none (with_cores): build
+            # for the same target, so the speed check reuses its lowering and schedules
+            return with_cores(target)
         return tvm.target.Target(target) if target is not None else execute.default_target()
 
     def cost_model(self):

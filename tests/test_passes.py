@@ -461,6 +461,18 @@ def test_verify_speed_uses_the_tuned_models_lowering_and_database(resnet, monkey
     assert calls == [("main", "tuning", "the-database")]
 
 
+def test_the_speed_check_of_a_tuned_judge_builds_for_the_judges_target():
+    """A CPU target without num-cores: the judge tunes for this machine's cores (with_cores); the speed
+    check must build for that same target, or it lowers the model again and misses the schedules."""
+    from taso_relay.cost.lowering import target_key
+
+    taso = TASOPass(cost="tuned", target={"kind": "llvm"})
+    assert int(taso._speed_target().attrs["num-cores"]) >= 1
+    assert target_key(taso._speed_target()) == target_key(taso.cost_model().target)
+    plain = TASOPass(cost="analytic", target={"kind": "llvm"})  # no tuning: the target as given
+    assert "num-cores" not in plain._speed_target().attrs
+
+
 def test_verify_speed_end_to_end_measures_both_and_keeps_results(run_module, rng):
     """Real compilation and timing (a short budget): whatever the verdict, both times are
     reported and the returned module computes what the original does."""

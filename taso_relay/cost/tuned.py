@@ -35,6 +35,7 @@ from .cache import file_lock
 from .kernel import Kernel
 from .lowering import LOWERING_IDS, lower, open_database, reusing_lowerings, target_key, with_cores
 from .measured import MeasuredCost, kernel_module
+from .metaschedule_parts import local_runner, stop_when_exhausted
 from .paths import default_tuning_dir
 from .progress import progress
 
@@ -83,6 +84,24 @@ def _make_builder_function():
             return tvm_build(mod, target=target)
 
     return build
+
+
+def measured_workloads(database) -> dict:
+    """The workloads of `database` with a record, valid or not, by structural hash.
+
+    MetaSchedule commits a record for every candidate it ran, a failed one too (run time 1e10,
+    which query_tuning_record passes over); a workload without one was never run to the end
+    (an interrupted run commits its workloads first). So a kernel with no valid record that is
+    here failed every candidate: tuning it again fails again."""
+    import tvm_ffi
+
+    out: dict = {}
+    for record in database.get_all_tuning_records():
+        mod = record.workload.mod
+        same = out.setdefault(tvm_ffi.structural_hash(mod), [])
+        if not any(other.same_as(mod) for other in same):
+            same.append(mod)
+    return out
 
 
 def local_builder(timeout_sec: float = 120.0, max_workers: int | None = None):
@@ -136,6 +155,7 @@ class TunedCost(MeasuredCost):
             self.ms_runner = metaschedule_rpc_runner(self.runner)  # tune on the device we time on
         self.tunings = 0  # tasks tuned by this instance (records reused do not count)
         self._database = self._database_stamp = None
+        self._tried = None  # (database, its measured_workloads)
 
     @property
     def method(self) -> str:
@@ -185,6 +205,9 @@ class TunedCost(MeasuredCost):
         lowered = [lower(mod, self.target, lowering="tuning") for mod in mods]
         with file_lock(self.work_dir / ".lock"):
             database = self.database()
+            if self._tried is None or self._tried[0] is not database:  # read once per reading of the files
+                self._tried = (database, measured_workloads(database))
+            tried = self._tried[1]
             fresh, seen = [], {}
             for mod in lowered:
                 for t in ms.relax_integration.extract_tasks(mod, self.target):
@@ -192,6 +215,9 @@ class TunedCost(MeasuredCost):
                     if t.mod.attrs.get("tirx.is_scheduled", False) or database.query_tuning_record(
                             func, self.target, "main") is not None:
                         continue
+                    if any(tvm_ffi.structural_equal(func, other)
+                           for other in tried.get(tvm_ffi.structural_hash(func), ())):
+                        continue  # tuned to the end before, no candidate ran: it would fail again
                     same = seen.setdefault(tvm_ffi.structural_hash(func), [])
                     if any(tvm_ffi.structural_equal(func, other) for other in same):
                         continue
@@ -202,7 +228,7 @@ class TunedCost(MeasuredCost):
                     logging.getLogger("tvm.s_tir.meta_schedule").setLevel(logging.WARNING)
                 drop_foreign_log_handlers()
                 contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
-                    fresh, str(self.work_dir), seed=self.ms_seed)
+                    fresh, str(self.work_dir), strategy=stop_when_exhausted(), seed=self.ms_seed)
                 if contexts:
                     # a MetaSchedule run can take minutes: say what is running while it does
                     LOG.info("tuning %d kernels, %d trials each, into %s", len(contexts), self.trials, self.work_dir)
@@ -219,11 +245,12 @@ class TunedCost(MeasuredCost):
                                            num_trials_per_iter=self.num_trials_per_iter, database=database,
                                            cost_model=self.ms_cost_model,
                                            builder=self.builder or local_builder(),
-                                           runner=self.ms_runner)
+                                           runner=local_runner() if self.ms_runner == "local" else self.ms_runner)
                         self.tunings += len(chunk)
                     bar.close()
                     # the records went into `database` as well as its files: no need to read them again
                     self._database, self._database_stamp = database, database_stamp(self.work_dir)
+                    self._tried = None  # its failed kernels are measured workloads now
         return database
 
     def _compute(self, kernels):

@@ -181,3 +181,85 @@ def test_a_cpu_target_without_cores_is_tuned_for_this_machines(tmp_path):
     assert int(with_cores({"kind": "llvm", "num-cores": 1}).attrs["num-cores"]) == 1  # a given count stays
     assert with_cores({"kind": "cuda"}).kind.name == "cuda" and "num-cores" not in with_cores({"kind": "cuda"}).attrs
     assert "num-cores" not in with_cores({"kind": "llvm", "mtriple": "aarch64-linux-gnu"}).attrs  # not this CPU
+
+
+def _one_op_module(op, *types):
+    from tvm import relax
+
+    bb = relax.BlockBuilder()
+    params = [relax.Var(f"p{i}", relax.TensorType(shape, dtype)) for i, (shape, dtype) in enumerate(types)]
+    with bb.function("main", params):
+        with bb.dataflow():
+            out = bb.emit_output(op(*params))
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+def _gather():
+    from tvm import relax
+
+    return _one_op_module(lambda table, idx: relax.op.take(table, idx, axis=0),
+                          ((1000, 64), "float32"), ((1, 16), "int64"))
+
+
+def _valid_times(database):
+    return [float(r.run_secs[0]) for r in database.get_all_tuning_records() if float(r.run_secs[0]) < 1e9]
+
+
+def test_a_gather_is_tuned_with_its_indices_in_range(tmp_path, target):
+    """MetaSchedule's own runner fills integer inputs with random values: an embedding lookup reads out
+    of bounds, its worker dies and the kernel gets no schedule. Ours fills them in range."""
+    m = TunedCost(target, trials=2, work_dir=tmp_path / "db", cache=False, ms_cost_model="random")
+    assert len(_valid_times(m.tune_modules([_gather()]))) >= 1 and m.tunings == 1
+
+
+def test_a_kernel_whose_every_candidate_failed_is_not_tuned_again(tmp_path, target):
+    """A kernel without a valid record was tuned again by every later call (the judge on a transformer:
+    one MetaSchedule run per graph it priced); one whose candidates all ran and failed is left alone."""
+    from tvm.s_tir import meta_schedule as ms
+
+    kw = dict(trials=2, work_dir=tmp_path / "db", cache=False, ms_cost_model="random")
+    m = TunedCost(target, ms_runner=ms.runner.LocalRunner(), **kw)  # the stock runner: the gather fails
+    database = m.tune_modules([_gather()])
+    assert database.get_all_tuning_records() and not _valid_times(database) and m.tunings == 1
+    m.tune_modules([_gather()])
+    assert m.tunings == 1  # the same model: not tuned again
+    later = TunedCost(target, ms_runner=ms.runner.LocalRunner(), **kw)
+    later.tune_modules([_gather()])
+    assert later.tunings == 0  # nor by a later model reading the database
+
+
+def test_a_kernel_with_its_design_space_used_up_stops_at_once(tmp_path, target):
+    """MetaSchedule's evolutionary search answers five empty batches before it ends a kernel whose
+    candidates are all measured, each one a new evolution (minutes on a large fused kernel)."""
+    import glob
+
+    from tvm import relax
+
+    relu = _one_op_module(relax.op.nn.relu, ((8,), "float32"))
+    m = TunedCost(target, trials=4, work_dir=tmp_path / "db", cache=False, ms_cost_model="random")
+    assert len(_valid_times(m.tune_modules([relu]))) == 1  # one schedule in its space: measured
+    log = open(glob.glob(str(tmp_path / "db" / "logs" / "*task_scheduler.log"))[0]).read()
+    assert log.count("picks Task") <= 2 and "Sending 0 sample" not in log
+
+
+def test_kernels_without_a_reduction_are_searched_with_a_small_population(target):
+    """An element-wise chain's schedules are a few parallel/vectorize/unroll choices: sampling 512 of
+    them five times over took minutes per candidate on a large fused kernel."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from cost_graphs import with_values
+    from taso_relay.bridge import module_from_graph
+    from taso_relay.cost.lowering import lower, with_cores
+    from taso_relay.cost.metaschedule_parts import SMALL_SPACE, search_settings
+
+    b = GraphBuilder()
+    x = b.input("x", (8, 16))
+    graph = b.build([b.op("relu", b.op("matmul", x, b.weight("w", (16, 16)))), b.op("sigmoid", b.op("exp", x))])
+    tuning_target = with_cores(target)
+    mod = lower(module_from_graph(with_values(graph)), tuning_target, lowering="tuning")
+    settings = {t.task_name: search_settings(t.dispatched[0])
+                for t in ms.relax_integration.extract_tasks(mod, tuning_target)}
+    assert len(settings) == 2
+    assert [s for name, s in settings.items() if "matmul" in name] == [{}]  # MetaSchedule's own
+    assert [s for name, s in settings.items() if "matmul" not in name] == [SMALL_SPACE]
