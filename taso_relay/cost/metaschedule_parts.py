@@ -5,16 +5,18 @@
   reads far out of bounds and its worker dies: the kernel never gets a record,
   and since a kernel without a record is tuned again, every graph the judge
   priced on a transformer started another run for it (the tiny Llama export:
-  a run per graph). Integer and boolean inputs are filled from [0, 4) and
-  [0, 2), as the measured model fills them (measured.py); float inputs keep
-  MetaSchedule's own fill.
+  a run per graph). Integer inputs are filled with ones (an index into any
+  table of two rows or more, and never a zero divisor: an integer division by
+  zero kills the worker too), boolean ones from [0, 2); float inputs keep
+  MetaSchedule's own fill. A kernel whose every candidate failed anyway is not
+  tuned again by the same model (TunedCost.tune_modules).
 * A kernel whose design space is used up: MetaSchedule's evolutionary search
   answers an empty batch five times before it gives up, and each answer
   evolves a population again (42 s for Llama's fused rotary kernel). With 8
   trials per kernel, 458 of the tiny Llama's 1,182 s of tuning went to empty
-  batches. The search stops at the first empty batch instead; a kernel with
-  room left is never answered an empty batch while its budget lasts, so what
-  is measured is the same.
+  batches. The search stops at the first empty batch instead. An empty batch
+  means a fresh sample of the population and its evolution found no schedule
+  not yet measured: in a space that small the four more tries seldom find one.
 * A kernel without a reduction (a chain of element-wise and layout ops): its
   schedules are a few choices of parallel, vectorize and unroll, yet the
   search samples its population of 512 five times over before it settles for
@@ -43,9 +45,10 @@ def _make_alloc_function():
                 if kind != "TENSOR":
                     raise NotImplementedError((kind, dtype, shape))
                 dt = np.dtype(dtype) if dtype != "bool" else np.dtype(bool)
-                if dt.kind in "iub":
-                    high = 2 if dt.kind == "b" else 4
-                    args.append(tvm.runtime.tensor(rng.integers(0, high, size=shape).astype(dt), device=device))
+                if dt.kind == "b":
+                    args.append(tvm.runtime.tensor(rng.integers(0, 2, size=shape).astype(dt), device=device))
+                elif dt.kind in "iu":
+                    args.append(tvm.runtime.tensor(np.ones(shape, dtype=dt), device=device))
                 else:
                     arg = tvm.runtime.empty(shape=shape, dtype=dtype, device=device)
                     fill(arg)
@@ -68,11 +71,16 @@ SMALL_SPACE = {"population_size": 64, "init_min_unmeasured": 8}
 
 
 def has_reduction(mod) -> bool:
-    """Whether a kernel (an IRModule whose "main" is a PrimFunc) has a block with a reduction axis."""
+    """Whether a kernel (an IRModule whose "main" is a PrimFunc) has a block with a reduction axis;
+    True where that cannot be told (a PrimFunc without blocks)."""
     from tvm import s_tir
 
-    sch = s_tir.Schedule(mod)
-    todo = [sch.get_sblock("root")]
+    try:
+        sch = s_tir.Schedule(mod)
+        root = sch.get_sblock("root")
+    except Exception:  # noqa: BLE001 - hand-written TIR with no root block: MetaSchedule's own settings
+        return True
+    todo = [root]
     while todo:
         block = todo.pop()
         if any(int(iv.iter_type) == 2 for iv in sch.get(block).iter_vars):  # IterVar.CommReduce

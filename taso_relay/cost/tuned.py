@@ -86,24 +86,6 @@ def _make_builder_function():
     return build
 
 
-def measured_workloads(database) -> dict:
-    """The workloads of `database` with a record, valid or not, by structural hash.
-
-    MetaSchedule commits a record for every candidate it ran, a failed one too (run time 1e10,
-    which query_tuning_record passes over); a workload without one was never run to the end
-    (an interrupted run commits its workloads first). So a kernel with no valid record that is
-    here failed every candidate: tuning it again fails again."""
-    import tvm_ffi
-
-    out: dict = {}
-    for record in database.get_all_tuning_records():
-        mod = record.workload.mod
-        same = out.setdefault(tvm_ffi.structural_hash(mod), [])
-        if not any(other.same_as(mod) for other in same):
-            same.append(mod)
-    return out
-
-
 def local_builder(timeout_sec: float = 120.0, max_workers: int | None = None):
     from tvm.s_tir import meta_schedule as ms
 
@@ -155,7 +137,7 @@ class TunedCost(MeasuredCost):
             self.ms_runner = metaschedule_rpc_runner(self.runner)  # tune on the device we time on
         self.tunings = 0  # tasks tuned by this instance (records reused do not count)
         self._database = self._database_stamp = None
-        self._tried = None  # (database, its measured_workloads)
+        self._failed: dict = {}  # kernels this model tuned that got no valid record, by structural hash
 
     @property
     def method(self) -> str:
@@ -205,9 +187,6 @@ class TunedCost(MeasuredCost):
         lowered = [lower(mod, self.target, lowering="tuning") for mod in mods]
         with file_lock(self.work_dir / ".lock"):
             database = self.database()
-            if self._tried is None or self._tried[0] is not database:  # read once per reading of the files
-                self._tried = (database, measured_workloads(database))
-            tried = self._tried[1]
             fresh, seen = [], {}
             for mod in lowered:
                 for t in ms.relax_integration.extract_tasks(mod, self.target):
@@ -216,8 +195,8 @@ class TunedCost(MeasuredCost):
                             func, self.target, "main") is not None:
                         continue
                     if any(tvm_ffi.structural_equal(func, other)
-                           for other in tried.get(tvm_ffi.structural_hash(func), ())):
-                        continue  # tuned to the end before, no candidate ran: it would fail again
+                           for other in self._failed.get(tvm_ffi.structural_hash(func), ())):
+                        continue  # this model tuned it and no candidate ran: it would fail again
                     same = seen.setdefault(tvm_ffi.structural_hash(func), [])
                     if any(tvm_ffi.structural_equal(func, other) for other in same):
                         continue
@@ -247,10 +226,14 @@ class TunedCost(MeasuredCost):
                                            builder=self.builder or local_builder(),
                                            runner=local_runner() if self.ms_runner == "local" else self.ms_runner)
                         self.tunings += len(chunk)
+                        for context in chunk:  # remembered for this model's lifetime only: a timeout on a
+                            # busy machine fails a kernel too, and a later process may tune it again
+                            if database.query_tuning_record(context.mod, self.target, "main") is None:
+                                key = tvm_ffi.structural_hash(context.mod)
+                                self._failed.setdefault(key, []).append(context.mod)
                     bar.close()
                     # the records went into `database` as well as its files: no need to read them again
                     self._database, self._database_stamp = database, database_stamp(self.work_dir)
-                    self._tried = None  # its failed kernels are measured workloads now
         return database
 
     def _compute(self, kernels):
