@@ -17,12 +17,6 @@
   batches. The search stops at the first empty batch instead. An empty batch
   means a fresh sample of the population and its evolution found no schedule
   not yet measured: in a space that small the four more tries seldom find one.
-* A kernel without a reduction (a chain of element-wise and layout ops): its
-  schedules are a few choices of parallel, vectorize and unroll, yet the
-  search samples its population of 512 five times over before it settles for
-  the one or two it found, then evolves 512 more. On the tiny Llama's merged
-  Q/K/V with its rotary embedding fused in, that took 260 and 349 s to pick
-  one candidate each. Such kernels get a population of 64 (SMALL_SPACE).
 """
 from __future__ import annotations
 
@@ -66,48 +60,19 @@ def local_runner(timeout_sec: float = 30.0):
     return ms.runner.LocalRunner(timeout_sec=timeout_sec, f_alloc_argument=_make_alloc_function())
 
 
-# The evolutionary search's settings for a kernel with no reduction (default: 512 and 50).
-SMALL_SPACE = {"population_size": 64, "init_min_unmeasured": 8}
-
-
-def has_reduction(mod) -> bool:
-    """Whether a kernel (an IRModule whose "main" is a PrimFunc) has a block with a reduction axis;
-    True where that cannot be told (a PrimFunc without blocks)."""
-    from tvm import s_tir
-
-    try:
-        sch = s_tir.Schedule(mod)
-        root = sch.get_sblock("root")
-    except Exception:  # noqa: BLE001 - hand-written TIR with no root block: MetaSchedule's own settings
-        return True
-    todo = [root]
-    while todo:
-        block = todo.pop()
-        if any(int(iv.iter_type) == 2 for iv in sch.get(block).iter_vars):  # IterVar.CommReduce
-            return True
-        todo.extend(sch.get_child_blocks(block))
-    return False
-
-
-def search_settings(mod) -> dict:
-    """The evolutionary search's settings for a kernel: SMALL_SPACE where it has no reduction."""
-    return {} if has_reduction(mod) else dict(SMALL_SPACE)
-
-
 def stop_when_exhausted():
-    """MetaSchedule's evolutionary search, ended at its first empty batch, with a smaller population for a
-    kernel without a reduction (see the module's docstring)."""
+    """MetaSchedule's evolutionary search, ended at its first empty batch (see the module's docstring)."""
     from tvm.ir.utils import derived_object
     from tvm.s_tir import meta_schedule as ms
 
     @derived_object
     class StopWhenExhausted(ms.search_strategy.PySearchStrategy):
         def __init__(self):
-            self.inner = None  # chosen for each kernel: a context initializes its own clone
+            self.inner = None  # made for each kernel: a context initializes its own clone
             self.tuning = False
 
         def _initialize_with_tune_context(self, context) -> None:
-            self.inner = ms.search_strategy.EvolutionarySearch(**search_settings(context.mod))
+            self.inner = ms.search_strategy.EvolutionarySearch()
             self.inner._initialize_with_tune_context(context)
 
         def pre_tuning(self, max_trials, num_trials_per_iter, design_spaces, database=None, cost_model=None):
