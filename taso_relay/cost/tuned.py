@@ -102,6 +102,25 @@ def metaschedule_rpc_runner(rpc_runner, timeout_sec: float = 120.0):
     return ms.runner.RPCRunner(rpc_config=config)
 
 
+class StructuralSet:
+    """PrimFuncs kept by structural equality (a hash bucket, then structural_equal within it)."""
+
+    def __init__(self):
+        self._buckets: dict[int, list] = {}
+
+    def __contains__(self, func) -> bool:
+        import tvm_ffi
+
+        return any(tvm_ffi.structural_equal(func, other)
+                   for other in self._buckets.get(tvm_ffi.structural_hash(func), ()))
+
+    def add(self, func) -> None:
+        if func not in self:
+            import tvm_ffi
+
+            self._buckets.setdefault(tvm_ffi.structural_hash(func), []).append(func)
+
+
 class TunedCost(MeasuredCost):
     """Kernels tuned with MetaSchedule (`trials` per kernel), timed like MeasuredCost.
 
@@ -137,7 +156,7 @@ class TunedCost(MeasuredCost):
             self.ms_runner = metaschedule_rpc_runner(self.runner)  # tune on the device we time on
         self.tunings = 0  # tasks tuned by this instance (records reused do not count)
         self._database = self._database_stamp = None
-        self._failed: dict = {}  # kernels this model tuned that got no valid record, by structural hash
+        self._failed = StructuralSet()  # kernels this model tuned that got no valid record
 
     @property
     def method(self) -> str:
@@ -181,26 +200,23 @@ class TunedCost(MeasuredCost):
         in it has had its first batch (with 64 trials, at its very end), so an interrupted run
         of all of a model's kernels lost hours of tuning; now it loses one run's.
         """
-        import tvm_ffi
         from tvm.s_tir import meta_schedule as ms
 
         lowered = [lower(mod, self.target, lowering="tuning") for mod in mods]
         with file_lock(self.work_dir / ".lock"):
             database = self.database()
-            fresh, seen = [], {}
+            fresh, seen = [], StructuralSet()
             for mod in lowered:
                 for t in ms.relax_integration.extract_tasks(mod, self.target):
                     func = t.dispatched[0]
                     if t.mod.attrs.get("tirx.is_scheduled", False) or database.query_tuning_record(
                             func, self.target, "main") is not None:
                         continue
-                    if any(tvm_ffi.structural_equal(func, other)
-                           for other in self._failed.get(tvm_ffi.structural_hash(func), ())):
+                    if func in self._failed:
                         continue  # this model tuned it and no candidate ran: it would fail again
-                    same = seen.setdefault(tvm_ffi.structural_hash(func), [])
-                    if any(tvm_ffi.structural_equal(func, other) for other in same):
+                    if func in seen:
                         continue
-                    same.append(func)
+                    seen.add(func)
                     fresh.append(t)
             if fresh and self.trials > 0:
                 if not self.verbose:  # the console handler takes this level; the log files keep everything
@@ -229,8 +245,7 @@ class TunedCost(MeasuredCost):
                         for context in chunk:  # remembered for this model's lifetime only: a timeout on a
                             # busy machine fails a kernel too, and a later process may tune it again
                             if database.query_tuning_record(context.mod, self.target, "main") is None:
-                                key = tvm_ffi.structural_hash(context.mod)
-                                self._failed.setdefault(key, []).append(context.mod)
+                                self._failed.add(context.mod)
                     bar.close()
                     # the records went into `database` as well as its files: no need to read them again
                     self._database, self._database_stamp = database, database_stamp(self.work_dir)
