@@ -20,24 +20,33 @@ def optimized_module(args, target, steps):
 def tune(mod, target, trials: int, work_dir: Path, max_trials_per_task: int | None = None, verbose: bool = False):
     """MetaSchedule: tune `mod`'s kernels (trials > 0) into work_dir and apply its database; returns the module.
 
-    MetaSchedule's own log lines go to work_dir/logs; its C++ chatter on stderr only shows with --verbose.
+    static_shape_tuning's passes and trial budget (`trials` in all, at most `max_trials_per_task` per
+    kernel), with the parts the tuned cost model uses (cost/metaschedule_parts.py): integer inputs in
+    range (MetaSchedule's own runner reads an embedding table out of bounds, so the lookup was left
+    unscheduled), a kernel ended at its first empty batch, and a builder that does not import every
+    tensor intrinsic per batch. MetaSchedule's own log lines go to work_dir/logs; its C++ chatter on
+    stderr only shows with --verbose.
     """
     import contextlib
 
-    import tvm
-    from tvm import relax
+    from tvm.s_tir import meta_schedule as ms
 
     from ..bridge.execute import stderr_silenced
-
-    from ..cost.tuned import drop_foreign_log_handlers
+    from ..cost.lowering import apply_database, lower, open_database
+    from ..cost.metaschedule_parts import local_runner, stop_when_exhausted
+    from ..cost.tuned import drop_foreign_log_handlers, local_builder
 
     work_dir.mkdir(parents=True, exist_ok=True)
     drop_foreign_log_handlers()
-    pipeline = relax.get_pipeline("static_shape_tuning", total_trials=int(trials), target=target,
-                                  work_dir=str(work_dir), max_trials_per_task=max_trials_per_task)
     with common.quiet_output(), (contextlib.nullcontext() if verbose else stderr_silenced()):
-        with tvm.transform.PassContext(opt_level=3):
-            return pipeline(mod)
+        lowered = lower(mod, target, lowering="tuning")  # static_shape_tuning's passes before its tuning
+        database = open_database(work_dir)
+        if trials > 0:
+            ms.relax_integration.tune_relax(lowered, {}, target, str(work_dir), max_trials_global=int(trials),
+                                            max_trials_per_task=max_trials_per_task, builder=local_builder(),
+                                            runner=local_runner(), database=database,
+                                            strategy=stop_when_exhausted())
+        return apply_database(lowered, target, database)
 
 
 def with_judge_schedules(mod, judge, database):

@@ -1,7 +1,9 @@
 """`taso-relay tune MODEL.onnx --trials N --work-dir DIR`: MetaSchedule tuning of the (optimized) model.
 
 The records go into DIR; `taso-relay compile MODEL.onnx -o model.so --work-dir DIR`
-then builds with them without tuning again.
+then builds with them without tuning again. The trial budget is MetaSchedule's (--trials in all,
+--max-trials-per-task per kernel); candidates get integer inputs in range (an embedding lookup is
+scheduled, not left unscheduled) and a kernel whose schedules are all measured ends at once.
 """
 from __future__ import annotations
 
