@@ -8,20 +8,7 @@ import pytest
 
 pytest.importorskip("tvm")
 
-
-def _lookup_then_add():
-    """An embedding lookup (take at run-time ids) and an add: two kernels."""
-    from tvm import relax
-
-    bb = relax.BlockBuilder()
-    ids = relax.Var("ids", relax.TensorType((1, 16), "int64"))
-    x = relax.Var("x", relax.TensorType((1, 16, 64), "float32"))
-    with bb.function("main", [ids, x]):
-        with bb.dataflow():
-            rows = bb.emit(relax.op.take(relax.const(np.ones((1000, 64), "float32")), ids, axis=0))
-            out = bb.emit_output(relax.op.add(rows, x))
-        bb.emit_func_output(out)
-    return bb.get()
+from tests.cost.relax_modules import lookup_then_add  # noqa: E402
 
 
 def test_tune_schedules_an_embedding_lookup_and_builds_a_model_that_runs(tmp_path):
@@ -36,7 +23,7 @@ def test_tune_schedules_an_embedding_lookup_and_builds_a_model_that_runs(tmp_pat
     from taso_relay.cost.lowering import open_database
 
     target = tuning_target(tvm.target.Target("llvm"))
-    mod = tune(_lookup_then_add(), target, 8, tmp_path / "db", max_trials_per_task=4)
+    mod = tune(lookup_then_add(rows=1000), target, 8, tmp_path / "db", max_trials_per_task=4)
     records = open_database(tmp_path / "db").get_all_tuning_records()
     names = [gv.name_hint for gv, f in mod.functions.items() if isinstance(f, tvm.tirx.PrimFunc)]
     assert len(names) == 2 and all(f.attrs.get("tirx.is_scheduled", False)

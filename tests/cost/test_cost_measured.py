@@ -96,19 +96,11 @@ def test_indices_into_a_small_table_stay_in_its_rows(target):
     """An opaque take (token ids) of a 2-row table (BERT's token types): random indices from [0, 4)
     read out of bounds in take's fast mode; the kernel's inputs stay below the table's rows."""
     import numpy as np
-    from tvm import relax
 
     from taso_relay.bridge import graph_from_function
+    from tests.cost.relax_modules import lookup_then_add
 
-    bb = relax.BlockBuilder()
-    ids = relax.Var("ids", relax.TensorType((1, 64), "int64"))
-    x = relax.Var("x", relax.TensorType((1, 64, 8), "float32"))
-    with bb.function("main", [ids, x]):
-        with bb.dataflow():
-            rows = bb.emit(relax.op.take(relax.const(np.ones((2, 8), "float32")), ids, axis=0))
-            out = bb.emit_output(relax.op.add(rows, x))
-        bb.emit_func_output(out)
-    graph = graph_from_function(bb.get()["main"]).graph
+    graph = graph_from_function(lookup_then_add(rows=2, ids=64, width=8)["main"]).graph
     lookups = [k for k in MeasuredCost(target, cache=False).kernels(graph)
                if any(graph.nodes[i].op == "opaque" for i in k.nodes)]
     assert len(lookups) == 1
