@@ -16,11 +16,12 @@ def test_correct_rule_is_proved(r):
     assert len(v.outputs) == len(r.outputs) and v.time_s > 0
 
 
-# Wrong where they apply, and the concrete search finds where. (The others are wrong only
-# where their output types differ, where the matcher never applies them, or need a
-# broadcast shape the search may not hit: those must still never be PROVED.)
+# Wrong where they apply, and the concrete search finds where, or with output types that differ at
+# the rule's own example. (The others are wrong only where their output types differ away from the
+# example, where the matcher never applies them, or need a broadcast shape the search may not hit:
+# those must still never be PROVED.)
 REFUTABLE = {"bad_grouped_merge_unequal", "bad_grouped_merge_symbolic", "bad_relu_linear",
-             "bad_transpose_perm", "bad_matmul_assoc_vector"}
+             "bad_transpose_perm", "bad_matmul_assoc_vector", "bad_split_other_axis"}
 
 
 @pytest.mark.parametrize("r", WRONG, ids=lambda r: r.id)
@@ -84,6 +85,16 @@ def test_split_and_nary_concat_encodings_match_the_interpreter():
 def test_query_selects_axioms_by_operator():
     q = build_query(CORRECT[0])  # matmul associativity
     assert 0 < q.n_axioms < 30
+
+
+def test_a_rule_whose_output_shape_differs_at_its_own_example_is_refuted():
+    """The example is where the rule's author says it applies: differing output shapes there make the
+    rule false as written (it was UNKNOWN, "z3 says sat"). Elsewhere they only mean it does not apply."""
+    r = rule("sum_is_relu", "x", [n("s", "sum", "x", axes=[1], keepdims=False)], [n("r", "relu", "x")],
+             [["s", "r"]], {"inputs": {"x": [2, 3]}})
+    v = prove_rule(r, timeout=5)
+    assert v.status == REFUTED and v.counterexample == {"inputs": {"x": [2, 3]}, "vars": {},
+                                                         "detail": "at its example, output 0: shapes (2,) vs (2, 3)"}
 
 
 def test_vacuous_rule_is_not_proved():
