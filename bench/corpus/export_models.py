@@ -48,6 +48,7 @@ def vision(out: Path) -> None:
            out / "inception_v3.onnx")
     tiny_vit = models.VisionTransformer(image_size=64, patch_size=16, num_layers=2, num_heads=4, hidden_dim=64,
                                         mlp_dim=128)  # nn.MultiheadAttention
+    torch.nn.init.normal_(tiny_vit.heads.head.weight, std=0.02)  # torchvision starts the head at zero: a zero output
     export(tiny_vit, (torch.randn(1, 3, 64, 64),), out / "vit_tiny_mha.onnx")
     export(lraspp_mobilenet_v3_large(weights=None, weights_backbone=None), (torch.randn(1, 3, 128, 128),),
            out / "lraspp.onnx")
@@ -141,9 +142,53 @@ def more(out: Path) -> None:
     export(first_output(seg, "pixel_values"), (torch.randn(1, 3, 64, 64),), out / "hf_segformer.onnx")
 
 
+def wider(out: Path) -> None:
+    """Architectures added in session 30: disentangled attention (DeBERTa-v2), CLIP's towers, Qwen2
+    and Phi (partial rotary) through torch.export, MobileViT's unfolds, BEiT's relative position
+    bias, BART's encoder, ResNet-50, MobileNetV3-Large and R(2+1)D's factored 3-D convs."""
+    import torch
+    import torchvision.models as models
+    import transformers as T
+    from torchvision.models.video import r2plus1d_18
+
+    small = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128)
+    ids = torch.randint(0, 100, (1, 16))
+    deberta = T.DebertaV2Model(T.DebertaV2Config(vocab_size=100, relative_attention=True, pos_att_type=["p2c", "c2p"],
+                                                 max_relative_positions=32, position_buckets=8, **small))
+    clip_text = T.CLIPTextModel(T.CLIPTextConfig(vocab_size=100, max_position_embeddings=32, **small))
+    bart = T.BartModel(T.BartConfig(vocab_size=100, d_model=64, encoder_layers=2, decoder_layers=2,
+                                    encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128,
+                                    decoder_ffn_dim=128, max_position_embeddings=32))
+    for name, model in (("hf_deberta_v2", deberta), ("hf_clip_text", clip_text), ("hf_bart_encoder", bart.encoder)):
+        export(first_output(model, "input_ids"), (ids,), out / f"{name}.onnx", input_names=["input_ids"])
+    qwen2 = T.Qwen2Model(T.Qwen2Config(vocab_size=100, num_key_value_heads=2, use_cache=False, **small))
+    phi = T.PhiModel(T.PhiConfig(vocab_size=100, partial_rotary_factor=0.5, use_cache=False, **small))
+    for name, model in (("dynamo_hf_qwen2", qwen2), ("dynamo_hf_phi", phi)):
+        export(first_output(model, "input_ids"), (ids,), out / f"{name}.onnx", dynamo=True, input_names=["input_ids"])
+    images = {
+        "hf_clip_vision": (T.CLIPVisionModel(T.CLIPVisionConfig(image_size=32, patch_size=8, **small)), 32),
+        "hf_beit": (T.BeitModel(T.BeitConfig(image_size=32, patch_size=8, use_relative_position_bias=True, **small)),
+                    32),
+        "hf_mobilevit": (T.MobileViTModel(T.MobileViTConfig(image_size=64, hidden_sizes=[32, 48, 64],
+                                                            neck_hidden_sizes=[8, 16, 24, 32, 40, 48, 64],
+                                                            num_attention_heads=2)), 64),
+    }
+    for mod in images["hf_mobilevit"][0].modules():  # its init shrinks each layer: the output underflows to 0
+        if isinstance(mod, (torch.nn.BatchNorm2d, torch.nn.LayerNorm)):
+            torch.nn.init.ones_(mod.weight)
+        elif isinstance(mod, torch.nn.Conv2d):
+            torch.nn.init.kaiming_normal_(mod.weight)
+    for name, (model, size) in images.items():
+        export(first_output(model, "pixel_values"), (torch.randn(1, 3, size, size),), out / f"{name}.onnx")
+    image = torch.randn(1, 3, 224, 224)
+    export(models.resnet50(weights=None), (image,), out / "resnet50.onnx")
+    export(models.mobilenet_v3_large(weights=None), (image,), out / "mobilenet_v3_large.onnx")
+    export(r2plus1d_18(weights=None), (torch.randn(1, 3, 8, 56, 56),), out / "r2plus1d_18.onnx")
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("families", nargs="+", choices=("vision", "hf", "dynamo", "more"))
+    p.add_argument("families", nargs="+", choices=("vision", "hf", "dynamo", "more", "wider"))
     p.add_argument("--out", type=Path, default=Path("build/corpus"))
     args = p.parse_args(argv)
     import torch
@@ -152,7 +197,7 @@ def main(argv=None) -> None:
     torch.manual_seed(0)
     args.out.mkdir(parents=True, exist_ok=True)
     for family in args.families:
-        {"vision": vision, "hf": hf, "dynamo": dynamo, "more": more}[family](args.out)
+        {"vision": vision, "hf": hf, "dynamo": dynamo, "more": more, "wider": wider}[family](args.out)
 
 
 if __name__ == "__main__":

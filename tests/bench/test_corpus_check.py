@@ -55,15 +55,28 @@ def test_a_rewritten_model_is_checked_against_its_original(tmp_path, monkeypatch
 
 
 def test_a_nan_a_shape_or_a_missing_output_counts_as_a_difference():
-    from bench.harness.measure import compare
-
     def agree(out, ref):
-        return check_models.agrees(compare(out, ref)["max_rel_err"], 1e-5)
+        return check_models.agrees(check_models.error_of_scale(out, ref), 1e-5)
 
     ones = np.float32([1.0, 2.0])
     assert agree([ones], [ones.copy()]) and not agree([np.float32([1.0, 2.5])], [ones])
     assert not agree([np.float32([1.0, np.nan])], [ones]) and not agree([ones], [np.float32([1.0, np.nan])])
     assert not agree([np.zeros((1, 2))], [np.zeros(2)]) and not agree([ones], [ones, ones])
+
+
+def test_differences_count_against_the_output_own_scale():
+    """MobileNetV2's random logits are about 1e-9: against a scale of at least 1.0 (the timing harness's
+    compare) a result wrong in every digit agreed. An all-zero original shows nothing at all."""
+    from bench.harness.measure import compare
+
+    logits = np.float32([1e-9, -2e-9, 3e-9])
+    wrong = -logits
+    assert compare([wrong], [logits])["max_rel_err"] < 1e-5  # what the check used to read
+    assert check_models.error_of_scale([wrong], [logits]) == 2.0
+    assert check_models.error_of_scale([logits * (1 + 1e-7)], [logits]) < 1e-5
+    zeros = np.zeros(3, np.float32)
+    assert check_models.error_of_scale([zeros], [zeros]) == 0.0 and check_models.all_zero([zeros])
+    assert check_models.error_of_scale([logits], [zeros]) == float("inf") and not check_models.all_zero([logits])
 
 
 def test_with_a_layout_every_conv_is_converted_and_the_result_still_agrees(tmp_path):
