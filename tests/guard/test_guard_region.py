@@ -199,7 +199,9 @@ def test_stacked_samples_find_every_value_close_would_share():
 def test_close_decides_as_float64_allclose_does(block, monkeypatch):
     """TASOPass's `close` works in the arrays' dtype and looks at NaN and inf only when an element
     fails; its verdicts are those of the float64 np.allclose it replaced (with float16's own bound),
-    whether it takes the arrays whole or in blocks (the scale stays that of the whole reference)."""
+    whether it takes the arrays whole or in blocks (the scale stays that of the whole reference). The
+    scale is the reference's largest magnitude itself: with 1 + it, logits of 1e-9 (random-weight
+    MobileNets) agreed with anything below 1e-4."""
     from taso_relay import passes
     from taso_relay.passes import _close
 
@@ -211,7 +213,7 @@ def test_close_decides_as_float64_allclose_does(block, monkeypatch):
             return False
         a64, b64 = a.astype(np.float64), b.astype(np.float64)
         finite = np.abs(a64[np.isfinite(a64)])
-        scale = 1.0 + (float(finite.max()) if finite.size else 0.0)
+        scale = max(float(finite.max()) if finite.size else 0.0, float(np.finfo(a.dtype).tiny))
         tol = max(1e-4, 10 * float(np.finfo(a.dtype).eps))  # float16: ten rounding steps, 9.8e-3
         return bool(np.allclose(b64, a64, rtol=0.0, atol=tol * scale, equal_nan=True))
 
@@ -232,11 +234,15 @@ def test_close_decides_as_float64_allclose_does(block, monkeypatch):
         verdicts.add(_close(a, b))
     assert verdicts == {True, False}  # both verdicts were exercised
     assert not _close(np.zeros(3, "float32"), np.zeros(3, "float64")) and _close(np.zeros(0), np.zeros(0))
-    assert not _close(np.float32([0, 2]), np.float32([3e-4, 2]))  # 3e-4 in float32 is above the bound 3e-4
+    assert not _close(np.float32([0, 2]), np.float32([3e-4, 2]))  # 3e-4 in float32 is above the bound 2e-4
+    logits = np.float32([1e-9, -2e-9, 3e-9])
+    assert not _close(logits, -logits) and _close(logits, logits * np.float32(1 + 1e-6))
+    assert _close(np.zeros(3, "float32"), np.zeros(3, "float32"))
+    assert not _close(np.zeros(3, "float32"), np.float32([0, 1e-30, 0]))
     for trial in range(2000):  # differences on the bound itself, where float32 rounding would decide
         a = (rng.normal(size=4) * 10.0 ** rng.integers(-3, 4)).astype("float32")
         b = a.copy()
-        atol = 1e-4 * (1 + np.abs(a).max())
+        atol = 1e-4 * np.abs(a).max()
         b[trial % 4] = a[trial % 4] + atol * rng.choice([1, -1]) * (1 + rng.normal() * 1e-7)
         assert _close(a, b) == reference(a, b), (a, b)
     nan_at_1 = np.array([1.0, np.nan, np.inf], "float32")
