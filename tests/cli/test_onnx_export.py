@@ -149,3 +149,11 @@ def test_an_output_named_like_an_input_but_computed_is_refused():
     sig = SimpleNamespace(input_names=("in0",), result=(0,), exports=())
     with pytest.raises(ExportError, match="output 'x' is also an input"):
         export_graph(graph, sig, ["x"], ["x"])
+
+
+def test_the_export_check_compares_against_the_output_own_scale():
+    """A random-weight MobileNet's logits are about 1e-9: against 1 + their magnitude any export agreed."""
+    from taso_relay.onnx_io.export import close
+
+    logits = np.float32([1e-9, -2e-9, 3e-9])
+    assert not close(logits, -logits)[0] and close(logits, logits * np.float32(1 + 1e-6))[0]
