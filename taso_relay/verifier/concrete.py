@@ -89,6 +89,7 @@ def _feeds(left, right, rng: np.random.Generator) -> dict:
 
 
 TYPES_DIFFER = "output types differ: the matcher does not apply the rule here"
+RIGHT_ILL_TYPED = "left side type-checks, right does not"
 
 
 def compare_instance(rule: Rule, shapes: Mapping[str, tuple], variables: Mapping[str, Any],
@@ -108,7 +109,7 @@ def compare_instance(rule: Rule, shapes: Mapping[str, tuple], variables: Mapping
     if left is None:
         return Outcome("fail" if both_ways else "skip", f"right side type-checks, left does not: {lwhy}")
     if right is None:
-        return Outcome("skip" if is_rule else "fail", f"left side type-checks, right does not: {rwhy}")
+        return Outcome("skip" if is_rule else "fail", f"{RIGHT_ILL_TYPED}: {rwhy}")
     feeds = _feeds(left, right, rng)
     try:
         with np.errstate(all="ignore"):
@@ -301,14 +302,20 @@ def search_counterexample(rule: Rule, trials: int = 60, seed: int = 0) -> RuleCh
         out = compare_instance(rule, s, v, rng, both_ways=False, is_rule=True)
         if t == 0:
             example_ok = out.status == "ok"
-        # elsewhere differing output types only mean the rule does not apply; at the example its
-        # author says it does, so there they show the rule false as written
-        if out.status == "fail" or (t == 0 and out.detail.startswith(TYPES_DIFFER)):
-            detail = out.detail if out.status == "fail" else "at its example, " + out.detail[len(TYPES_DIFFER) + 2:-1]
+        # elsewhere differing output types or a target that does not type-check only mean the rule
+        # does not apply; at the example its author says it does, so there they show it false as written
+        if out.status == "fail" or (t == 0 and out.detail.startswith((TYPES_DIFFER, RIGHT_ILL_TYPED))):
+            detail = out.detail if out.status == "fail" else _at_example(out.detail)
             return RuleCheck(tested + 1, {"inputs": {k: list(x) for k, x in s.items()},
                                           "vars": _jsonable(v), "detail": detail}, example_ok)
         tested += out.status == "ok"
     return RuleCheck(tested, None, example_ok)
+
+
+def _at_example(detail: str) -> str:
+    if detail.startswith(TYPES_DIFFER):
+        return "at its example, " + detail[len(TYPES_DIFFER) + 2:-1]  # "(output k: shapes ...)" unwrapped
+    return "at its example, the target does not type-check: " + detail[len(RIGHT_ILL_TYPED) + 2:]
 
 
 def _jsonable(v):

@@ -77,6 +77,11 @@ def test_differences_count_against_the_output_own_scale():
     zeros = np.zeros(3, np.float32)
     assert check_models.error_of_scale([zeros], [zeros]) == 0.0 and check_models.all_zero([zeros])
     assert check_models.error_of_scale([logits], [zeros]) == float("inf") and not check_models.all_zero([logits])
+    with_inf = np.float32([np.inf, 1.0, 2.0])
+    assert check_models.error_of_scale([np.float32([5.0, 100.0, 2.0])], [with_inf]) == float("inf")
+    assert 5e-7 < check_models.error_of_scale([np.float32([np.inf, 1.0, 2.000002])], [with_inf]) < 1.5e-6
+    both_nan = np.float32([np.nan, 1.0])
+    assert check_models.error_of_scale([both_nan.copy()], [both_nan]) == 0.0
 
 
 def test_with_a_layout_every_conv_is_converted_and_the_result_still_agrees(tmp_path):

@@ -157,3 +157,5 @@ def test_the_export_check_compares_against_the_output_own_scale():
 
     logits = np.float32([1e-9, -2e-9, 3e-9])
     assert not close(logits, -logits)[0] and close(logits, logits * np.float32(1 + 1e-6))[0]
+    half = np.float16([0.5, -0.25])
+    assert close(half, np.nextafter(half, np.float16(1)))[0]  # one float16 rounding step

@@ -88,13 +88,19 @@ def test_query_selects_axioms_by_operator():
 
 
 def test_a_rule_whose_output_shape_differs_at_its_own_example_is_refuted():
-    """The example is where the rule's author says it applies: differing output shapes there make the
-    rule false as written (it was UNKNOWN, "z3 says sat"). Elsewhere they only mean it does not apply."""
+    """The example is where the rule's author says it applies: differing output shapes there, or a target
+    that does not type-check, make the rule false as written (it was UNKNOWN, "z3 says sat"). Elsewhere
+    they only mean it does not apply."""
     r = rule("sum_is_relu", "x", [n("s", "sum", "x", axes=[1], keepdims=False)], [n("r", "relu", "x")],
              [["s", "r"]], {"inputs": {"x": [2, 3]}})
     v = prove_rule(r, timeout=5)
     assert v.status == REFUTED and v.counterexample == {"inputs": {"x": [2, 3]}, "vars": {},
                                                          "detail": "at its example, output 0: shapes (2,) vs (2, 3)"}
+    ill_typed = rule("relu_is_self_matmul", "x", [n("r", "relu", "x")], [n("m", "matmul", "x", "x")],
+                     [["r", "m"]], {"inputs": {"x": [2, 3]}})
+    v = prove_rule(ill_typed, timeout=5)
+    detail = v.counterexample["detail"]
+    assert v.status == REFUTED and detail.startswith("at its example, the target does not type-check")
 
 
 def test_vacuous_rule_is_not_proved():
