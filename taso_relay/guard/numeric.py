@@ -353,7 +353,8 @@ def _sample(value: np.ndarray) -> np.ndarray:
 class _Samples:
     """Samples of values of one type, stacked: one vectorised comparison finds the few near a new
     value, which `close` then judges (one `close` per candidate took 1.1 s of full NASNet-A's pass,
-    57,000 calls). Near is 100x looser than TASOPass's `close`: a value it misses is only not shared."""
+    57,000 calls). Near is at least 100x looser than TASOPass's `close` (which scales by the largest
+    magnitude alone, not 1 + it): a value it misses is only not shared."""
 
     LOOSE = 1e-2  # of 1 + the sample's largest finite magnitude
 
