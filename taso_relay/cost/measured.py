@@ -66,7 +66,6 @@ def kernel_module(kernel: Kernel, seed: int = 0, opaque=None):
     import tvm
 
     from ..bridge import module_from_graph
-
     from ..bridge.execute import index_bounds
 
     graph, feeds = kernel_graph(kernel, seed)

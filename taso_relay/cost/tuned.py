@@ -114,11 +114,15 @@ class StructuralSet:
         return any(tvm_ffi.structural_equal(func, other)
                    for other in self._buckets.get(tvm_ffi.structural_hash(func), ()))
 
-    def add(self, func) -> None:
-        if func not in self:
-            import tvm_ffi
+    def add(self, func) -> bool:
+        """Keep `func`; False (and nothing kept) when an equal one is here already."""
+        import tvm_ffi
 
-            self._buckets.setdefault(tvm_ffi.structural_hash(func), []).append(func)
+        bucket = self._buckets.setdefault(tvm_ffi.structural_hash(func), [])
+        if any(tvm_ffi.structural_equal(func, other) for other in bucket):
+            return False
+        bucket.append(func)
+        return True
 
 
 class TunedCost(MeasuredCost):
@@ -214,10 +218,8 @@ class TunedCost(MeasuredCost):
                         continue
                     if func in self._failed:
                         continue  # this model tuned it and no candidate ran: it would fail again
-                    if func in seen:
-                        continue
-                    seen.add(func)
-                    fresh.append(t)
+                    if seen.add(func):  # once per run, however many modules share it
+                        fresh.append(t)
             if fresh and self.trials > 0:
                 if not self.verbose:  # the console handler takes this level; the log files keep everything
                     logging.getLogger("tvm.s_tir.meta_schedule").setLevel(logging.WARNING)

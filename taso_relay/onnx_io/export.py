@@ -416,7 +416,9 @@ def close(want: np.ndarray, got: np.ndarray) -> tuple[bool, float]:
     scale = max(float(finite.max()) if finite.size else 0.0, float(np.finfo(want.dtype).tiny))
     both = np.isfinite(a) & np.isfinite(b)
     diff = float(np.max(np.abs(a[both] - b[both]), initial=0.0))
-    tol = max(1e-4, 10 * float(np.finfo(want.dtype).eps))  # float16: ten rounding steps, as TASOPass's check
+    from ..passes import _tolerance  # TASOPass's own bound: 1e-4, or ten rounding steps for float16
+
+    tol = _tolerance(want.dtype)
     return bool(np.allclose(b, a, rtol=0.0, atol=tol * scale, equal_nan=True)), diff
 
 
