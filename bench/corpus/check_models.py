@@ -26,30 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-
-def error_of_scale(out: list[np.ndarray], ref: list[np.ndarray]) -> float | None:
-    """max |out - ref| / max |ref| over the outputs, each against its own scale (its largest finite
-    magnitude). bench.harness's compare floors the scale at 1.0: here that made every result agree for
-    the MobileNets and EfficientNets, whose random weights give logits of 1e-9 to 1e-13. None for
-    another number or shape of outputs; inf where the non-finite elements differ (the same inf, or
-    NaN on both sides, agree) or where an all-zero output gets anything else."""
-    if len(out) != len(ref):
-        return None
-    worst = 0.0
-    for o, r in zip(out, ref):
-        if o.shape != r.shape:
-            return None
-        o64, r64 = o.astype(np.float64), r.astype(np.float64)
-        finite = np.isfinite(o64) & np.isfinite(r64)
-        same_special = (o64 == r64) | (np.isnan(o64) & np.isnan(r64))
-        if not np.all(finite | same_special):
-            return float("inf")
-        if not finite.any():
-            continue
-        err = float(np.max(np.abs(o64[finite] - r64[finite])))
-        scale = float(np.max(np.abs(r64[finite])))
-        worst = max(worst, err / scale if scale > 0 else (0.0 if err == 0 else float("inf")))
-    return worst
+from bench.harness.measure import error_of_scale
 
 
 def all_zero(outputs: list[np.ndarray]) -> bool:

@@ -86,6 +86,10 @@ def test_numerics_compare_flags():
     assert not bad["ok"] and bad["max_abs_err"] == pytest.approx(0.5)
     assert not measure.compare([np.ones((3, 2), "float32")], ref)["ok"]
     assert not measure.compare([ref[0] * np.nan], ref)["ok"]
+    tiny = [np.float32([1e-9, -2e-9])]  # a scale floored at 1.0 let any result of this size agree
+    assert not measure.compare([tiny[0] * 1.01], tiny)["ok"] and measure.compare([tiny[0] * (1 + 1e-6)], tiny)["ok"]
+    inf = [np.float32([np.inf, 1.0])]  # the same inf on both sides agrees; a finite value for it does not
+    assert measure.compare([inf[0].copy()], inf)["ok"] and not measure.compare([np.float32([1.0, 1.0])], inf)["ok"]
 
 
 def test_result_names_keep_targets_and_modes_apart(tmp_path):
