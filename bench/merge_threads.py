@@ -44,7 +44,7 @@ def main(argv=None) -> None:
     from bench.harness.models import build_model
     from taso_relay.bridge.from_relax import graph_from_function
     from taso_relay.bridge.to_relax import function_from_graph
-    from taso_relay.cost.lowering import open_database
+    from taso_relay.cost.best_records import read_database
     from taso_relay.guard import speed
     from taso_relay.passes import resolve_rules
     from taso_relay.search.saturate import _fixpoint, merges_and_hoists
@@ -58,7 +58,7 @@ def main(argv=None) -> None:
     changed = original.clone()
     changed["main"] = function_from_graph(merged, "main", imported.signature, fold_weights=True)
     target = tvm.target.Target(target_dict)
-    database = open_database(args.work_dir)
+    database = read_database(args.work_dir)
     compiled: dict = {}
     rows = []
     print(f"{args.model}: {imported.graph.op_counts().get('matmul', 0)} -> {merged.op_counts().get('matmul', 0)} "

@@ -92,6 +92,8 @@ def _plain(obj):
 
 def lowering_pipeline(target, database=None, lowering: str = "default") -> tvm.transform.Pass:
     """Relax passes up to fused TIR kernels; with a MetaSchedule database, its schedules applied."""
+    from .fold_kernels import fold_kernels
+
     target = as_target(target)
     decompose = check_lowering(lowering) == "tuning"
 
@@ -103,6 +105,7 @@ def lowering_pipeline(target, database=None, lowering: str = "default") -> tvm.t
             mod = tvm.transform.Sequential(first + [
                 relax.transform.LegalizeOps(),
                 relax.transform.AnnotateTIROpPattern(),
+                fold_kernels,  # FoldConstant's work, one build per distinct kernel (fold_kernels.py)
                 relax.transform.FoldConstant(),
                 relax.transform.FuseOps(),
                 relax.transform.FuseTIR(),

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from .cache import file_lock
 from .kernel import Kernel
+from .best_records import database_stamp, read_best
 from .lowering import LOWERING_IDS, lower, open_database, reusing_lowerings, target_key, with_cores
 from .measured import MeasuredCost, kernel_module
 from .metaschedule_parts import local_runner, stop_when_exhausted
@@ -159,7 +160,8 @@ class TunedCost(MeasuredCost):
         if ms_runner == "local" and getattr(self.runner, "tracker_host", None) is not None:
             self.ms_runner = metaschedule_rpc_runner(self.runner)  # tune on the device we time on
         self.tunings = 0  # tasks tuned by this instance (records reused do not count)
-        self._database = self._database_stamp = None
+        self._database = self._database_stamp = None  # best records (read)
+        self._full = self._full_stamp = None  # every record (tuned into)
         self._failed = StructuralSet()  # kernels this model tuned that got no valid record
 
     @property
@@ -173,15 +175,28 @@ class TunedCost(MeasuredCost):
         return f"tuning kernels ({self.trials} trials each)"
 
     def database(self):
-        """The tuning database as it is on disk now, read again only when its files changed.
+        """The tuning database as it is on disk now, each kernel's best record only
+        (cost/best_records.py), read again only when the files changed.
 
         Reading is slow: quick NASNet's 7,732 records took about 10 s to load, and the judge built
         each of its 174 kernels against the database, so it spent most of its time re-reading it."""
         stamp = database_stamp(self.work_dir)
         if self._database is None or stamp != self._database_stamp:
-            self._database = open_database(self.work_dir)  # creates missing files: stamp them as made
+            known = self._full if self._full is not None and stamp == self._full_stamp else None
+            self._database, full = read_best(self.work_dir, known)
             self._database_stamp = stamp if None not in stamp else database_stamp(self.work_dir)
+            if full is not None:  # read in full anyway: tuning can append to it
+                self._full, self._full_stamp = full, self._database_stamp
         return self._database
+
+    def _full_database(self):
+        """MetaSchedule's own database, every record: what tuning appends to. Read again whenever the
+        files changed, so that its records' workload numbers follow what another process appended."""
+        stamp = database_stamp(self.work_dir)
+        if self._full is None or stamp != self._full_stamp:
+            self._full = open_database(self.work_dir)
+            self._full_stamp = stamp if None not in stamp else database_stamp(self.work_dir)
+        return self._full
 
     def search_model(self):
         """Tuning each kernel the search meets would take minutes per graph: the analytic model of
@@ -227,6 +242,7 @@ class TunedCost(MeasuredCost):
                 contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
                     fresh, str(self.work_dir), strategy=stop_when_exhausted(), seed=self.ms_seed)
                 if contexts:
+                    database = self._full_database()
                     # a MetaSchedule run can take minutes: say what is running while it does
                     LOG.info("tuning %d kernels, %d trials each, into %s", len(contexts), self.trials, self.work_dir)
                     step = self.tasks_per_run
@@ -250,7 +266,9 @@ class TunedCost(MeasuredCost):
                                 self._failed.add(context.mod)
                     bar.close()
                     # the records went into `database` as well as its files: no need to read them again
-                    self._database, self._database_stamp = database, database_stamp(self.work_dir)
+                    self._full_stamp = database_stamp(self.work_dir)
+                    self._database, _ = read_best(self.work_dir, database)  # and a copy of the best for others
+                    self._database_stamp = self._full_stamp
         return database
 
     def _compute(self, kernels):
@@ -290,15 +308,3 @@ class TunedCost(MeasuredCost):
 def tuning_key(target) -> str:
     """The directory name used for a target's default tuning database."""
     return hashlib.blake2b(target_key(target).encode(), digest_size=6).hexdigest()
-
-
-def database_stamp(work_dir: Path) -> tuple:
-    """What tells whether a JSON database's files changed: their sizes and modification times."""
-    stamp = []
-    for name in ("database_workload.json", "database_tuning_record.json"):
-        try:
-            st = (work_dir / name).stat()
-            stamp.append((st.st_size, st.st_mtime_ns))
-        except FileNotFoundError:
-            stamp.append(None)
-    return tuple(stamp)
