@@ -122,7 +122,7 @@ def bench_model(name, args, target_dict, target, threads, run_id, options):
     import tvm
 
     from bench.harness import compile as hcompile
-    from bench.harness import configs, env, measure, models
+    from bench.harness import configs, env, host_probe, measure, models
 
     t_model = time.perf_counter()
     onnx_model = models.build_model(name, quick=args.quick)
@@ -201,7 +201,15 @@ def bench_model(name, args, target_dict, target, threads, run_id, options):
     def progress(r, n, last):
         log(f"{name}: round {r}/{n}: " + ", ".join(f"{k} {v * 1e3:.2f}ms" for k, v in last.items()))
     cpu: dict = {}
+    on_cpu = kind in ("llvm", "c")  # a host too slow for its own good is what the probe sees
+    probe_before = host_probe.probe() if on_cpu else None
     times = measure.interleaved(runners, rounds, progress, cpu=cpu)
+    if on_cpu:
+        entry["host_probe"] = host_probe.against_best([probe_before, host_probe.probe()],
+                                                      host_probe.machine_key(env.machine("cpu")))
+    if on_cpu and entry["host_probe"]["slowdown"] >= host_probe.SLOW:
+        log(f"{name}: the host ran a fixed probe {entry['host_probe']['slowdown']:.2f}x slower than its best: "
+            "something outside this process slowed it, and ratios may shift")
     summary = measure.summarize(times, "tvm", cpu)
     for cfg, s in summary.items():
         target_entry = entry[measure.REFERENCE] if cfg == measure.REFERENCE else entry["configs"][cfg]
@@ -328,6 +336,16 @@ def run_notes(result: dict) -> list[str]:
                      f"{min(loads, default=0):.1f}-{max(loads, default=0):.1f} on "
                      f"{result['machine'].get('cpu_cores_available')} cores. Ratios within "
                      "that spread are not significant.")
+    from bench.harness.host_probe import SLOW as SLOW_HOST
+
+    slow = [(m["name"], m["host_probe"]["slowdown"]) for m in result["models"] if m.get("host_probe")]
+    slow = [(n, s) for n, s in slow if s >= SLOW_HOST]
+    if slow:
+        notes.append("The host ran a fixed probe (bench/harness/host_probe.py) up to "
+                     f"{max(s for _, s in slow):.2f}x slower than the fastest it has run it, while timing "
+                     f"{', '.join(n for n, _ in slow)}: something outside this process slowed it (the load "
+                     "average need not show it). Such a slowdown is not even across kernels: ratios from "
+                     "this run may not hold on a quiet host.")
     taso = [m["configs"].get("taso", {}) for m in result["models"] if m.get("configs")]
     if taso and all(t.get("status") == "unavailable" for t in taso):
         notes.append("TASOPass was not available in this run: " + taso[0].get("reason", ""))
