@@ -32,7 +32,8 @@ def tune(mod, target, trials: int, work_dir: Path, max_trials_per_task: int | No
     from tvm.s_tir import meta_schedule as ms
 
     from ..bridge.execute import stderr_silenced
-    from ..cost.best_records import read_database
+    from ..cost.best_records import read_database, synced_stamp
+    from ..cost.cache import file_lock
     from ..cost.lowering import apply_database, lower, open_database
     from ..cost.metaschedule_parts import local_runner, stop_when_exhausted
     from ..cost.tuned import drop_foreign_log_handlers, local_builder
@@ -42,12 +43,15 @@ def tune(mod, target, trials: int, work_dir: Path, max_trials_per_task: int | No
     with common.quiet_output(), (contextlib.nullcontext() if verbose else stderr_silenced()):
         lowered = lower(mod, target, lowering="tuning")  # static_shape_tuning's passes before its tuning
         if trials > 0:
-            database = open_database(work_dir)  # every record: tuning appends to MetaSchedule's own files
-            ms.relax_integration.tune_relax(lowered, {}, target, str(work_dir), max_trials_global=int(trials),
-                                            max_trials_per_task=max_trials_per_task, builder=local_builder(),
-                                            runner=local_runner(), database=database,
-                                            strategy=stop_when_exhausted())
-            read_database(work_dir, database)  # the best records' copy that later runs read
+            with file_lock(work_dir / ".lock"):  # as the tuned cost model: one writer at a time
+                database = open_database(work_dir)  # every record: tuning appends to MetaSchedule's own files
+                ms.relax_integration.tune_relax(lowered, {}, target, str(work_dir), max_trials_global=int(trials),
+                                                max_trials_per_task=max_trials_per_task, builder=local_builder(),
+                                                runner=local_runner(), database=database,
+                                                strategy=stop_when_exhausted())
+                synced = synced_stamp(work_dir, database)
+                if synced is not None:
+                    read_database(work_dir, database, synced)  # the best records' copy that later runs read
         else:
             database = read_database(work_dir)
         return apply_database(lowered, target, database)

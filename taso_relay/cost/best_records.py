@@ -6,49 +6,49 @@ open, so a tuned `TASOPass` or `taso-relay compile --work-dir` that tuned nothin
 its time reading. Applying a database and the tuned judge only ever ask for a kernel's best record
 (`query_tuning_record` is `get_top_k(workload, 1)`), so they read this copy: 204 records, 1 s.
 
-Tuning still appends to the full files, MetaSchedule's own. A copy is named after those files' sizes
-and modification times (`database_stamp`), so a change to them (another process tuning,
-`taso-relay tune`) makes the next reader write a new copy; older copies are removed.
+Only tuning writes to a database (a query for a kernel it lacks writes nothing), and it appends to
+the full files, MetaSchedule's own. A copy is named after those files' sizes, modification times
+and inodes (`database_stamp`), so a change to them (another process tuning, `taso-relay tune`)
+makes the next reader write a new copy; copies written before it are then removed. A copy that
+cannot be opened, or holds another number of records than it says, is not used but removed.
 """
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
-import time
+import tempfile
 from pathlib import Path
 
 COPIES = "best"  # the copies' directory, inside the database's work dir
-COMPLETE = "complete"  # written last in a copy: a copy without it was interrupted
+COMPLETE = "complete"  # written last in a copy, with its number of records
 FILES = ("database_workload.json", "database_tuning_record.json")
 
 
 def database_stamp(work_dir: Path) -> tuple:
-    """What tells whether a JSON database's files changed: their sizes and modification times."""
+    """What tells whether a JSON database's files changed: their sizes, modification times, inodes."""
     stamp = []
     for name in FILES:
         try:
             st = (Path(work_dir) / name).stat()
-            stamp.append((st.st_size, st.st_mtime_ns))
+            stamp.append((st.st_size, st.st_mtime_ns, st.st_ino))
         except FileNotFoundError:
             stamp.append(None)
     return tuple(stamp)
 
 
-def read_database(work_dir, full=None):
-    """A database with the best record of each kernel of work_dir's database as its files are now
-    (read_best's first half)."""
-    return read_best(work_dir, full)[0]
+def read_database(work_dir, full=None, full_stamp: tuple | None = None):
+    """A database with the best record of each kernel of work_dir's database (read_best's first half)."""
+    return read_best(work_dir, full, full_stamp)[0]
 
 
-def read_best(work_dir, full=None) -> tuple:
+def read_best(work_dir, full=None, full_stamp: tuple | None = None) -> tuple:
     """(a database with the best record of each kernel of work_dir's database as its files are now,
-    the full database where it was read, else None).
+    the full database where it was read or given, else None).
 
-    full: that database, if the caller has read it already: a copy is made from it, and it is what
-    is returned. Without it, an existing copy is opened, or the files are read (and copied).
-    Queried for a kernel it lacks, a JSON database writes the kernel down in its own files: the copy
-    takes that, and never a record (tuning goes to the full database)."""
+    full: that database, if the caller holds it, read or tuned into when the files had `full_stamp`.
+    It is what is returned; a copy is made from it only if the files still have that stamp (another
+    writer's records would be missing from it). Without it, an existing copy is opened, or the files
+    are read (and copied)."""
     from .lowering import open_database
 
     work_dir = Path(work_dir)
@@ -57,58 +57,103 @@ def read_best(work_dir, full=None) -> tuple:
         full = full if full is not None else open_database(work_dir)
         return full, full
     copy = work_dir / COPIES / _name(stamp)
-    if full is None and (copy / COMPLETE).is_file():
-        try:
-            return open_database(copy), None
-        except Exception:  # noqa: BLE001 - a damaged copy: the full files are still there
-            pass
     if full is None:
-        full = open_database(work_dir)
-    if database_stamp(work_dir) == stamp:  # not changed while it was read: what was read is this stamp's
-        try:
-            write_copy(full, copy)
-        except OSError:
-            pass  # a read-only work dir: read in full next time too
+        found = _open_copy(copy)
+        if found is not None:
+            return found, None
+        full, full_stamp = open_database(work_dir), stamp
+    if database_stamp(work_dir) == stamp == full_stamp:  # what `full` holds is what the files hold
+        write_copy(full, copy)
     return full, full
 
 
-def write_copy(full, copy: Path) -> None:
+def write_copy(full, copy: Path) -> bool:
     """Each workload's best record in `full` (a loaded database), written to the directory `copy`
-    (through a temporary directory renamed into place, so a reader never sees half a copy)."""
+    through a temporary directory renamed into place, so a reader never sees half a copy. Whether
+    a copy is there now; a failure (a read-only or full disk) only leaves the copy unwritten."""
     from tvm.s_tir import meta_schedule as ms
 
     from .lowering import open_database
 
     if (copy / COMPLETE).is_file():
-        return
-    copy.parent.mkdir(parents=True, exist_ok=True)
-    tmp = copy.parent / f".{copy.name}.{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    out = open_database(tmp)
-    seen = set()
-    for record in full.get_all_tuning_records():
-        workload = record.workload
-        if workload in seen:
-            continue
-        seen.add(workload)
-        for best in full.get_top_k(workload, 1):  # none where no candidate ran
-            out.commit_tuning_record(ms.database.TuningRecord(
-                best.trace, out.commit_workload(workload.mod), best.run_secs, best.target, best.args_info))
-    (tmp / COMPLETE).write_text("")
+        return True
+    tmp = None
     try:
-        tmp.rename(copy)
-    except OSError:  # another process put its copy there first: the same records
-        shutil.rmtree(tmp, ignore_errors=True)
-    for old in copy.parent.iterdir():  # older copies, and temporary ones a killed process left a day ago
-        if old.name != copy.name and (not old.name.startswith(".") or _age_s(old) > 86400):
-            shutil.rmtree(old, ignore_errors=True)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=copy.parent, prefix=f".{copy.name}."))
+        out, seen, count = open_database(tmp), set(), 0
+        for record in full.get_all_tuning_records():
+            workload = record.workload
+            if workload in seen:
+                continue
+            seen.add(workload)
+            for best in full.get_top_k(workload, 1):  # none where no candidate ran
+                out.commit_tuning_record(ms.database.TuningRecord(
+                    best.trace, out.commit_workload(workload.mod), best.run_secs, best.target, best.args_info))
+                count += 1
+        (tmp / COMPLETE).write_text(str(count))
+        if copy.exists() and not (copy / COMPLETE).is_file():
+            shutil.rmtree(copy, ignore_errors=True)  # a copy that was found unusable
+        try:
+            tmp.rename(copy)
+        except OSError:  # another process put its copy of the same files there first
+            shutil.rmtree(tmp, ignore_errors=True)
+        tmp = None
+    except Exception:  # noqa: BLE001 - TVM's file errors are not OSError; the copy is only a saving
+        return False
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    _remove_older(copy)
+    return (copy / COMPLETE).is_file()
 
 
-def _age_s(path: Path) -> float:
+def synced_stamp(work_dir, full) -> tuple | None:
+    """The files' stamp, where they hold exactly the records of `full` (a database read or tuned into
+    by this process); None where another writer appended records meanwhile."""
+    stamp = database_stamp(Path(work_dir))
     try:
-        return time.time() - path.stat().st_mtime
+        with open(Path(work_dir) / FILES[1], "rb") as fh:
+            lines = sum(1 for line in fh if line.strip())
     except OSError:
-        return 0.0
+        return None
+    return stamp if None not in stamp and lines == len(full) else None
+
+
+def _open_copy(copy: Path):
+    """The copy's database, or None (and the copy removed) where it is not whole."""
+    from tvm.s_tir import meta_schedule as ms
+
+    try:
+        expected = int((copy / COMPLETE).read_text())
+    except (OSError, ValueError):
+        return None
+    try:  # not open_database: a copy removed meanwhile must not come back as empty files
+        database = ms.database.JSONDatabase(path_workload=str(copy / FILES[0]), path_tuning_record=str(copy / FILES[1]),
+                                            allow_missing=False, module_equality="structural")
+        if len(database) == expected:
+            return database
+    except Exception:  # noqa: BLE001 - removed meanwhile, or written by another TVM
+        pass
+    shutil.rmtree(copy, ignore_errors=True)
+    return None
+
+
+def _remove_older(copy: Path) -> None:
+    """Copies written before `copy`, and temporary ones a killed process left a day ago. A copy of
+    newer files, written meanwhile by another process, stays."""
+    try:
+        mine = copy.stat().st_mtime
+        others = [p for p in copy.parent.iterdir() if p.name != copy.name]
+    except OSError:
+        return
+    for other in others:
+        try:
+            age = other.stat().st_mtime
+        except OSError:
+            continue
+        if age < mine - (86400 if other.name.startswith(".") else 0):
+            shutil.rmtree(other, ignore_errors=True)
 
 
 def _name(stamp: tuple) -> str:

@@ -34,7 +34,7 @@ class _KernelFolder(PyExprMutator):
 
     def _constant_of(self, var):
         value = self.lookup_binding(var)
-        return value if isinstance(value, GenericConst) else var
+        return value if _tensor_constant(value) else var
 
     def visit_call_(self, call):
         call = super().visit_call_(call)
@@ -45,7 +45,7 @@ class _KernelFolder(PyExprMutator):
         if not call.op.same_as(tvm.ir.Op.get("relax.call_tir")) or len(call.args) != 2 or len(call.ty_args) != 1:
             return None
         callee, args = call.args[0], call.args[1]
-        if not isinstance(args, tvm.ir.expr.Tuple) or not all(isinstance(a, GenericConst) for a in args.fields):
+        if not isinstance(args, tvm.ir.expr.Tuple) or not all(_tensor_constant(a) for a in args.fields):
             return None
         ty = call.ty_args[0]
         if not isinstance(ty, relax.TensorType) or not isinstance(ty.shape, relax.ShapeExpr):
@@ -78,12 +78,25 @@ class _KernelFolder(PyExprMutator):
         return run
 
 
+def _tensor_constant(expr) -> bool:
+    """A constant tensor (TVM also has constants of a data type, for its builtin calls)."""
+    return isinstance(expr, GenericConst) and isinstance(expr.value, tvm.runtime.Tensor)
+
+
+def _foldable(func) -> bool:
+    """A Relax function FoldConstant would fold: not one meant for an external codegen, nor a primitive."""
+    if not isinstance(func, relax.Function):
+        return False
+    keys = set(func.attrs.keys()) if func.attrs is not None else set()
+    return not keys & {"Codegen", "Primitive"}
+
+
 @tvm.transform.module_pass(opt_level=0, name="taso_relay.FoldKernels")
 def fold_kernels(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
     """Every call_tir of constants with one tensor output and a static shape, evaluated."""
     built: dict = {}
     updates = {gvar: _KernelFolder(mod, built).visit_expr(func)
-               for gvar, func in mod.functions.items() if isinstance(func, relax.Function)}
+               for gvar, func in mod.functions.items() if _foldable(func)}
     if not updates:
         return mod
     mod = mod.clone()  # the caller's module stays as it was

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from .cache import file_lock
 from .kernel import Kernel
-from .best_records import database_stamp, read_best
+from .best_records import database_stamp, read_best, synced_stamp
 from .lowering import LOWERING_IDS, lower, open_database, reusing_lowerings, target_key, with_cores
 from .measured import MeasuredCost, kernel_module
 from .metaschedule_parts import local_runner, stop_when_exhausted
@@ -183,15 +183,16 @@ class TunedCost(MeasuredCost):
         stamp = database_stamp(self.work_dir)
         if self._database is None or stamp != self._database_stamp:
             known = self._full if self._full is not None and stamp == self._full_stamp else None
-            self._database, full = read_best(self.work_dir, known)
+            self._database, full = read_best(self.work_dir, known, stamp if known is not None else None)
             self._database_stamp = stamp if None not in stamp else database_stamp(self.work_dir)
             if full is not None:  # read in full anyway: tuning can append to it
                 self._full, self._full_stamp = full, self._database_stamp
         return self._database
 
     def _full_database(self):
-        """MetaSchedule's own database, every record: what tuning appends to. Read again whenever the
-        files changed, so that its records' workload numbers follow what another process appended."""
+        """MetaSchedule's own database, every record: what tuning appends to (under the work dir's lock,
+        which this package's tuning takes). Read again whenever the files changed, so that the workload
+        numbers of the records it appends follow what another process appended before."""
         stamp = database_stamp(self.work_dir)
         if self._full is None or stamp != self._full_stamp:
             self._full = open_database(self.work_dir)
@@ -265,10 +266,14 @@ class TunedCost(MeasuredCost):
                             if database.query_tuning_record(context.mod, self.target, "main") is None:
                                 self._failed.add(context.mod)
                     bar.close()
-                    # the records went into `database` as well as its files: no need to read them again
-                    self._full_stamp = database_stamp(self.work_dir)
-                    self._database, _ = read_best(self.work_dir, database)  # and a copy of the best for others
-                    self._database_stamp = self._full_stamp
+                    # the records went into `database` as well as its files: no need to read them again,
+                    # unless a writer without the lock (static_shape_tuning) appended some meanwhile
+                    synced = synced_stamp(self.work_dir, database)
+                    if synced is None:
+                        self._full = self._full_stamp = self._database = self._database_stamp = None
+                    else:  # and a copy of the best records for later readers
+                        self._database, _ = read_best(self.work_dir, database, synced)
+                        self._full_stamp = self._database_stamp = synced
         return database
 
     def _compute(self, kernels):

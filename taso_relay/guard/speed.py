@@ -193,7 +193,8 @@ def _key(mod, target, lowering: str, database) -> tuple:
     from tvm_ffi import structural_hash
 
     from ..cost.lowering import as_target
-    return structural_hash(mod), str(as_target(target)), lowering, id(database)
+    # the database itself, not its id: the key keeps it alive, so a later database cannot take its id
+    return structural_hash(mod), str(as_target(target)), lowering, database
 
 
 def take_compiled(compiled: dict, mod, target, lowering: str = "default", database=None):

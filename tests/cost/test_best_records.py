@@ -7,7 +7,8 @@ import pytest
 
 pytest.importorskip("tvm")
 
-from taso_relay.cost.best_records import COMPLETE, COPIES, database_stamp, read_best, read_database  # noqa: E402
+from taso_relay.cost.best_records import (  # noqa: E402
+    COMPLETE, COPIES, read_best, read_database, synced_stamp)
 
 
 def _kernel(scale: float):
@@ -56,12 +57,10 @@ def test_the_copy_keeps_each_kernel_s_best_record_and_is_read_instead(tmp_path, 
     copies = list((tmp_path / COPIES).iterdir())
     assert len(copies) == 1 and (copies[0] / COMPLETE).is_file()
     copy, read = read_best(tmp_path)
-    stamp = database_stamp(tmp_path)
     assert read is None and len(copy.get_all_tuning_records()) == 2  # one per kernel that ran
     for mod, fastest in ((double, 1e-3), (triple, 5e-4)):
         assert _best(copy, mod, llvm) == _best(full, mod, llvm) == pytest.approx(fastest)
     assert copy.query_tuning_record(failed, llvm, "main") is None
-    assert database_stamp(tmp_path) == stamp  # querying the copy for a kernel it lacks left the full files alone
 
 
 def test_a_change_to_the_full_files_makes_a_new_copy(tmp_path, llvm):
@@ -76,16 +75,38 @@ def test_a_change_to_the_full_files_makes_a_new_copy(tmp_path, llvm):
     assert [p.name for p in (tmp_path / COPIES).iterdir()] != [old.name] and not old.exists()
 
 
-def test_an_interrupted_copy_is_not_read(tmp_path, llvm):
+@pytest.mark.parametrize("damage", ["unfinished", "short"])
+def test_a_copy_that_is_not_whole_is_not_read_but_replaced(tmp_path, llvm, damage):
     from taso_relay.cost.lowering import open_database
 
     _commit(open_database(tmp_path), _kernel(2.0), [1e-3, 2e-3], llvm)
+    _commit(open_database(tmp_path), _kernel(3.0), [5e-4], llvm)
     read_database(tmp_path)
     copy = next((tmp_path / COPIES).iterdir())
-    os.remove(copy / COMPLETE)
-    (copy / "database_tuning_record.json").write_text("")  # half written
+    if damage == "unfinished":  # files but no mark: a reader's empty files after the copy was removed
+        os.remove(copy / COMPLETE)
+        (copy / "database_tuning_record.json").write_text("")
+    else:  # marked, but records missing
+        lines = (copy / "database_tuning_record.json").read_text().splitlines(keepends=True)
+        (copy / "database_tuning_record.json").write_text(lines[0])
     database, read = read_best(tmp_path)
     assert read is not None and _best(database, _kernel(2.0), llvm) == pytest.approx(1e-3)
+    again, read = read_best(tmp_path)  # a whole copy took its place
+    assert read is None and len(again.get_all_tuning_records()) == 2
+    assert _best(again, _kernel(3.0), llvm) == pytest.approx(5e-4)
+
+
+def test_a_database_another_writer_appended_to_is_not_copied(tmp_path, llvm):
+    """A copy made from a database this process holds must not lack another writer's records."""
+    from taso_relay.cost.lowering import open_database
+
+    _commit(open_database(tmp_path), _kernel(2.0), [1e-3], llvm)
+    held = open_database(tmp_path)
+    assert synced_stamp(tmp_path, held) is not None
+    _commit(open_database(tmp_path), _kernel(2.0), [4e-4], llvm)  # another process, without the lock
+    assert synced_stamp(tmp_path, held) is None
+    assert read_best(tmp_path, held, None)[0] is held and not (tmp_path / COPIES).exists()
+    assert _best(read_database(tmp_path), _kernel(2.0), llvm) == pytest.approx(4e-4)  # read afresh
 
 
 def test_the_tuned_model_reads_the_copy_and_tunes_into_the_full_files(tmp_path, llvm):

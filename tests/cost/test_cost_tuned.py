@@ -52,9 +52,11 @@ def test_tiny_tuning_run_is_reused_and_applied_to_the_final_build(tmp_path, targ
     cost = first.graph_cost(graph)
     assert cost > 0 and first.tunings == 1
     assert (db / "database_tuning_record.json").stat().st_size > 0
+    assert any((copy / "complete").is_file() for copy in (db / "best").iterdir())  # the best records, for readers
     # a fresh process-level model with no cost cache: the record is reused, nothing is tuned again
     second = TunedCost(target, trials=4, work_dir=db, cache=False, ms_cost_model="random", timer=FAST)
     assert second.graph_cost(graph) > 0 and second.tunings == 0
+    assert second._full is None  # it read the copy alone
     # the final build of a model containing the kernel picks its schedule up, through the stock pipeline too
     mod = module_from_graph(with_values(graph))
     with tvm.target.Target(target):

@@ -93,7 +93,7 @@ def test_the_same_module_and_constants_as_fold_constant_from_fewer_builds(monkey
     assert tvm_ffi.structural_equal(legalized, before)  # the input module is left as it was
 
 
-def test_the_tuning_lowering_folds_weights_once(monkeypatch):
+def test_the_tuning_lowering_folds_weights_through_fold_kernels(monkeypatch):
     """The lowering the cost models and the speed check use folds through fold_kernels: no call of
     constants is left to run."""
     import tvm
