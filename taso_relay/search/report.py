@@ -68,7 +68,8 @@ class SearchReport:
         data["applied"] = [asdict(a) for a in self.applied]
         data["contested"] = [asdict(a) for a in self.contested]
         data["settings"] = dict(self.settings)
-        data["improvement"] = self.improvement
+        # null where the search's graph is free and the input was not: no finite ratio says that (see _ratio)
+        data["improvement"] = self.improvement if self.cost_after > 0 or not self.cost_before else None
         return data
 
     def to_json(self, indent: int | None = 2) -> str:

@@ -66,6 +66,17 @@ def test_an_empty_report_says_so():
     assert AppliedRewrite("r", "a => b", "here") == AppliedRewrite(rule_id="r", text="a => b", where="here")
 
 
+def test_a_free_result_has_no_improvement_ratio_in_json():
+    """A split rejoined into its own input costs nothing: 1.0 in the JSON said nothing was gained."""
+    def report(before, after):
+        return SearchReport([], before, after, seconds=0.1, graphs_explored=1, expansions=1, stopped_by="exhausted")
+
+    free = report(2.0, 0.0)
+    assert free.to_dict()["improvement"] is None and json.loads(free.to_json())["improvement"] is None
+    assert report(2.0, 1.0).to_dict()["improvement"] == 2.0 and report(0.0, 0.0).to_dict()["improvement"] == 1.0
+    assert SearchReport.from_dict(report(2.0, 0.0).to_dict()).cost_after == 0.0  # read back as it was
+
+
 def test_a_judge_that_keeps_the_input_reports_no_merges():
     """The judge priced the merged graph within its margin and kept the input: the report must not claim
     the duplicates it merged on the way."""
