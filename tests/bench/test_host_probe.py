@@ -14,23 +14,22 @@ from bench import run  # noqa: E402
 from bench.harness import host_probe  # noqa: E402
 
 
-def test_the_probe_times_both_workloads():
-    times = host_probe.probe(repeats=2)
-    assert set(times) == {"compute_ms", "memory_ms"} and all(v > 0 for v in times.values())
+def test_the_probe_measures_both_rates():
+    rates = host_probe.probe()
+    assert set(rates) == {"gflops", "gbps"} and all(v > 0 for v in rates.values())
 
 
-def test_slowdown_is_against_the_fastest_time_this_machine_has_had(tmp_path):
+def test_slowdown_is_against_the_best_rates_this_machine_has_had(tmp_path):
     path = tmp_path / "probe.json"
-    first = host_probe.against_best([{"compute_ms": 10.0, "memory_ms": 5.0}], "cpu A", path)
+    first = host_probe.against_best([{"gflops": 100.0, "gbps": 20.0}], "cpu A", path)
     assert first["slowdown"] == 1.0
-    slowed = host_probe.against_best([{"compute_ms": 10.5, "memory_ms": 5.0}, {"compute_ms": 10.0, "memory_ms": 9.0}],
-                                     "cpu A", path)
-    assert slowed["slowdown"] == pytest.approx(1.8) and slowed["best"] == {"compute_ms": 10.0, "memory_ms": 5.0}
-    faster = host_probe.against_best([{"compute_ms": 8.0, "memory_ms": 5.0}], "cpu A", path)
-    assert faster["slowdown"] == 1.0 and json.loads(path.read_text())["cpu A"]["compute_ms"] == 8.0
-    assert host_probe.against_best([{"compute_ms": 30.0, "memory_ms": 5.0}], "cpu B", path)["slowdown"] == 1.0
+    slowed = host_probe.against_best([{"gflops": 95.0, "gbps": 20.0}, {"gflops": 100.0, "gbps": 8.0}], "cpu A", path)
+    assert slowed["slowdown"] == pytest.approx(2.5) and slowed["best"] == {"gflops": 100.0, "gbps": 20.0}
+    faster = host_probe.against_best([{"gflops": 120.0, "gbps": 20.0}], "cpu A", path)
+    assert faster["slowdown"] == 1.0 and json.loads(path.read_text())["cpu A"]["gflops"] == 120.0
+    assert host_probe.against_best([{"gflops": 30.0, "gbps": 5.0}], "cpu B", path)["slowdown"] == 1.0
     path.write_text("not json")  # a damaged record starts again
-    assert host_probe.against_best([{"compute_ms": 30.0, "memory_ms": 5.0}], "cpu A", path)["slowdown"] == 1.0
+    assert host_probe.against_best([{"gflops": 30.0, "gbps": 5.0}], "cpu A", path)["slowdown"] == 1.0
 
 
 def _result(slowdown: float) -> dict:
