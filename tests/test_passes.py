@@ -491,6 +491,7 @@ def test_verify_speed_end_to_end_measures_both_and_keeps_results(run_module, rng
     speed = report.speed
     assert speed.measured and speed.before_s > 0 and speed.after_s > 0
     assert speed.threads == runtime_threads() and speed.target_cores is None  # TARGET names no num-cores
+    assert speed.host_slowdown is not None and speed.host_slowdown > 0  # the host probed after the rounds
     assert len(speed.before_rounds) == len(speed.after_rounds) >= 3
     assert report.status == ("optimized" if speed.kept else "rejected")
     assert speed.kept == faster(speed.before_rounds, speed.after_rounds, taso.min_gain)
