@@ -72,7 +72,8 @@ def main(argv=None) -> None:
             limit = {} if args.time_limit is None else {"time_limit": args.time_limit}
             taso = TASOPass(target=target, cost=judge, lowering="tuning", **limit)
         else:  # the pass's own work: its default speed check (two builds and timing) would dwarf it
-            taso = TASOPass(target=target, time_limit=args.time_limit or 10.0, verify_speed=False)
+            limit = 10.0 if args.time_limit is None else args.time_limit
+            taso = TASOPass(target=target, time_limit=limit, verify_speed=False)
         profile = cProfile.Profile() if args.profile else None
         start = time.perf_counter()
         with target, warnings.catch_warnings():

@@ -122,7 +122,8 @@ def bench_model(name, args, target_dict, target, threads, run_id, options):
     import tvm
 
     from bench.harness import compile as hcompile
-    from bench.harness import configs, env, host_probe, measure, models
+    from bench.harness import configs, env, measure, models
+    from taso_relay.cost import host_speed
 
     t_model = time.perf_counter()
     onnx_model = models.build_model(name, quick=args.quick)
@@ -201,15 +202,17 @@ def bench_model(name, args, target_dict, target, threads, run_id, options):
     def progress(r, n, last):
         log(f"{name}: round {r}/{n}: " + ", ".join(f"{k} {v * 1e3:.2f}ms" for k, v in last.items()))
     cpu: dict = {}
-    on_cpu = kind in ("llvm", "c")  # a host too slow for its own good is what the probe sees
-    probe_before = host_probe.probe() if on_cpu else None
+    on_cpu = kind in ("llvm", "c")  # a slowed host is what the probe sees (taso_relay/cost/host_speed.py)
+    probes = [_host_probe()] if on_cpu else []
     times = measure.interleaved(runners, rounds, progress, cpu=cpu)
-    if on_cpu:
-        entry["host_probe"] = host_probe.against_best([probe_before, host_probe.probe()],
-                                                      host_probe.machine_key(env.machine("cpu")))
-    if on_cpu and entry["host_probe"]["slowdown"] >= host_probe.SLOW:
-        log(f"{name}: the host ran a fixed probe {entry['host_probe']['slowdown']:.2f}x slower than its best: "
-            "something outside this process slowed it, and ratios may shift")
+    probes = [p for p in probes + ([_host_probe()] if on_cpu else []) if p]
+    try:  # only a note: a timing is never lost for it
+        entry["host_probe"] = host_speed.against_best(probes) if probes else None
+    except Exception:  # noqa: BLE001
+        entry["host_probe"] = None
+    if entry["host_probe"] and entry["host_probe"]["slowdown"] >= host_speed.SLOW:
+        log(f"{name}: the host ran numpy's matmul and copy {entry['host_probe']['slowdown']:.2f}x slower than "
+            "its best: something outside this process slowed it, and ratios may shift")
     summary = measure.summarize(times, "tvm", cpu)
     for cfg, s in summary.items():
         target_entry = entry[measure.REFERENCE] if cfg == measure.REFERENCE else entry["configs"][cfg]
@@ -223,6 +226,16 @@ def bench_model(name, args, target_dict, target, threads, run_id, options):
     # Other processes on the machine disturb timings; the load shows how much.
     entry["load_average_after"] = [round(v, 2) for v in os.getloadavg()]
     return entry
+
+
+def _host_probe() -> dict | None:
+    """numpy's matmul and copy rates now (host_speed.probe); None where they cannot be measured: only a note."""
+    from taso_relay.cost import host_speed
+
+    try:
+        return host_speed.probe()
+    except Exception:  # noqa: BLE001
+        return None
 
 
 def main(argv=None) -> int:
@@ -336,12 +349,12 @@ def run_notes(result: dict) -> list[str]:
                      f"{min(loads, default=0):.1f}-{max(loads, default=0):.1f} on "
                      f"{result['machine'].get('cpu_cores_available')} cores. Ratios within "
                      "that spread are not significant.")
-    from bench.harness.host_probe import SLOW as SLOW_HOST
+    from taso_relay.cost.host_speed import SLOW as SLOW_HOST
 
     slow = [(m["name"], m["host_probe"]["slowdown"]) for m in result["models"] if m.get("host_probe")]
     slow = [(n, s) for n, s in slow if s >= SLOW_HOST]
     if slow:
-        notes.append("The host ran a fixed probe (bench/harness/host_probe.py) up to "
+        notes.append("The host ran numpy's matmul and copy (taso_relay/cost/host_speed.py) up to "
                      f"{max(s for _, s in slow):.2f}x slower than the fastest it has run it, while timing "
                      f"{', '.join(n for n, _ in slow)}: something outside this process slowed it (the load "
                      "average need not show it). Such a slowdown is not even across kernels: ratios from "

@@ -59,7 +59,8 @@ def main(argv=None) -> None:
             row = {"model": name + (" (quick)" if args.quick else ""), "lowering": args.lowering,
                    "time_limit_s": limit, "patience": patience, "seconds": round(time.perf_counter() - start, 2),
                    "cost_before": report.cost_before, "cost_after": report.cost_after,
-                   "improvement": round(report.improvement, 4), "rewrites": len(report.applied),
+                   "improvement": None if report.improvement is None else round(report.improvement, 4),
+                   "rewrites": len(report.applied),
                    "best_found_after_s": round(report.best_found_after, 2), "expansions": report.expansions,
                    "stopped_by": report.stopped_by, "load_avg": [round(x, 2) for x in os.getloadavg()]}
             rows.append(row)

@@ -9,7 +9,7 @@ its time reading. Applying a database and the tuned judge only ever ask for a ke
 Only tuning writes to a database (a query for a kernel it lacks writes nothing), and it appends to
 the full files, MetaSchedule's own. A copy is named after those files' sizes, modification times
 and inodes (`database_stamp`), so a change to them (another process tuning, `taso-relay tune`)
-makes the next reader write a new copy; copies written before it are then removed. A copy that
+makes the next reader write a new copy; the other copies are then removed. A copy that
 cannot be opened, or holds another number of records than it says, is not used but removed.
 """
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 COPIES = "best"  # the copies' directory, inside the database's work dir
@@ -121,7 +122,8 @@ def synced_stamp(work_dir, full) -> tuple | None:
 
 
 def _open_copy(copy: Path):
-    """The copy's database, or None (and the copy removed) where it is not whole."""
+    """The copy's database, or None where it is not whole: one with its mark that does not open or
+    holds another number of records is removed here; one without its mark, by the next write_copy."""
     from tvm.s_tir import meta_schedule as ms
 
     try:
@@ -140,19 +142,21 @@ def _open_copy(copy: Path):
 
 
 def _remove_older(copy: Path) -> None:
-    """Copies written before `copy`, and temporary ones a killed process left a day ago. A copy of
-    newer files, written meanwhile by another process, stays."""
+    """Where `copy` is of the files as they are now: every other copy, and temporary ones a killed
+    process left a day ago. A copy of files changed since (a slow writer's) removes nothing."""
+    if copy.name != _name(database_stamp(copy.parent.parent)):
+        return
     try:
-        mine = copy.stat().st_mtime
         others = [p for p in copy.parent.iterdir() if p.name != copy.name]
     except OSError:
         return
+    now = time.time()
     for other in others:
         try:
-            age = other.stat().st_mtime
+            age = now - other.stat().st_mtime
         except OSError:
             continue
-        if age < mine - (86400 if other.name.startswith(".") else 0):
+        if not other.name.startswith(".") or age > 86400:
             shutil.rmtree(other, ignore_errors=True)
 
 

@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from ..cost.host_speed import SLOW as HOST_SLOW
+
 logger = logging.getLogger("taso_relay.guard.speed")
 
 
@@ -37,7 +39,7 @@ class SpeedCheck:
     same_outputs: bool | None = None  # the two compiled functions' outputs agree (None: not compared)
     threads: int | None = None  # TVM runtime threads the timing ran with (TVM_NUM_THREADS)
     target_cores: int | None = None  # the target's num-cores, which the schedules were made for
-    host_slowdown: float | None = None  # numpy's matmul and copy after the timing, against this machine's peaks
+    host_slowdown: float | None = None  # numpy's matmul and copy after the timing, against the best seen here
     note: str = ""  # why it was not measured
 
     @property
@@ -66,36 +68,25 @@ class SpeedCheck:
                 f"rounds of {self.number} runs; needs x{1 / (1 - self.min_gain):.3f}) -> {verdict}")
         notes = [self.note] if self.note else []
         if self.host_slowdown is not None and self.host_slowdown >= HOST_SLOW:
-            notes.append(f"the host ran numpy's matmul and copy {self.host_slowdown:.2f}x slower than this machine's "
-                         "recorded peaks: other work (another process, or another tenant of the host) slowed it, "
-                         "and a speedup timed so may not hold on a quiet machine")
+            notes.append(f"the host ran numpy's matmul and copy {self.host_slowdown:.2f}x slower than the best it has "
+                         "shown: other work (another process, or another tenant of the host) slowed it, and a "
+                         "speedup timed so may not hold on a quiet machine")
         if self.threads and self.target_cores and self.threads < self.target_cores:
             notes.append(f"TVM ran {self.threads} of the target's {self.target_cores} cores: set TVM_NUM_THREADS "
                          "to time what a deployment with all of them would run")
         return text + "".join(f" ({n})" for n in notes)
 
 
-HOST_SLOW = 1.3  # a host probe this much slower than the machine's peaks is named in the check's text
-
-
 def host_slowdown(target) -> float | None:
-    """How much slower this host runs numpy's matmul and copy now than its recorded peaks (the analytic
-    model's, cost/analytic.py), the worse of the two; None off CPU or where it cannot be measured.
-
-    Something outside the VM can slow every kernel unevenly without showing in the load average: full
-    Inception-v3 measured 0.98x under TASOPass while the host ran it 1.5x slower (onnxruntime 2.6x),
-    and 1.32-1.38x on a quiet host (bench/README.md, sessions 30 and 31)."""
+    """How much slower this host runs numpy's matmul and copy now than the best it has shown
+    (cost/host_speed.py); None off CPU or where it cannot be measured."""
     from ..cost.lowering import as_target
 
     if as_target(target).kind.name != "llvm":
         return None
-    try:
-        from ..cost.analytic import load_peaks, measure_peaks
+    from ..cost.host_speed import slowdown_now
 
-        best, now = load_peaks(), measure_peaks(seconds=0.1, repeats=3)
-        return round(max(best.gflops / now.gflops, best.gbps / now.gbps), 3)
-    except Exception:  # noqa: BLE001 - only a note: never fail the check for it
-        return None
+    return slowdown_now()
 
 
 def faster(before_rounds, after_rounds, min_gain: float, alpha: float = 0.01) -> bool:

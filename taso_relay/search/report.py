@@ -58,9 +58,12 @@ class SearchReport:
     priced: list[dict] = field(default_factory=list)
 
     @property
-    def improvement(self) -> float:
-        """cost_before / cost_after (1.0: nothing gained)."""
-        return self.cost_before / self.cost_after if self.cost_after > 0 else 1.0
+    def improvement(self) -> float | None:
+        """cost_before / cost_after (1.0: nothing gained); None where the search's graph is free and the
+        input was not (a split rejoined into its own input): no finite ratio says that."""
+        if self.cost_after > 0:
+            return self.cost_before / self.cost_after
+        return None if self.cost_before else 1.0
 
     def to_dict(self) -> dict:
         data = {f.name: getattr(self, f.name) for f in fields(self)
@@ -68,8 +71,7 @@ class SearchReport:
         data["applied"] = [asdict(a) for a in self.applied]
         data["contested"] = [asdict(a) for a in self.contested]
         data["settings"] = dict(self.settings)
-        # null where the search's graph is free and the input was not: no finite ratio says that (see _ratio)
-        data["improvement"] = self.improvement if self.cost_after > 0 or not self.cost_before else None
+        data["improvement"] = self.improvement
         return data
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -105,7 +107,7 @@ class SearchReport:
     def _ratio(self) -> str:
         """", x1.234"; nothing where the search's graph is free (a split rejoined into its own input), since no
         ratio says that and x1.000 would say the opposite."""
-        return f", x{self.improvement:.3f}" if self.cost_after > 0 or not self.cost_before else ""
+        return "" if self.improvement is None else f", x{self.improvement:.3f}"
 
     def to_text(self) -> str:
         gain = (1 - self.cost_after / self.cost_before) * 100 if self.cost_before else 0.0

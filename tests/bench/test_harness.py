@@ -209,9 +209,9 @@ def test_quick_run_end_to_end(tmp_path):
             assert c[field] is not None
         if name != "tvm":
             assert c["numerics_vs_tvm"]["ok"] is True
-    probe = model["host_probe"]  # timed before and after the rounds, against the machine's best
-    assert len(probe["probes"]) == 2 and all(v > 0 for p in probe["probes"] for v in p.values())
-    assert probe["slowdown"] >= 1.0 and set(probe["best"]) == {"gflops", "gbps"}
+    probe = model["host_probe"]  # measured before and after the rounds, against the machine's best
+    assert len(probe["probes"]) == 2 and set(probe["best"]) == {"gflops", "gbps"}
+    assert probe["slowdown"] == pytest.approx(max(probe["best"][n] / p[n] for p in probe["probes"] for n in p))
     ort = model["onnxruntime"]
     assert ort["status"] == "ok" and ort["threads"] == result["threads"]
     assert ort["numerics_tvm_vs_onnxruntime"]["ok"] is True

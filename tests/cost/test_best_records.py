@@ -60,7 +60,10 @@ def test_the_copy_keeps_each_kernel_s_best_record_and_is_read_instead(tmp_path, 
     assert read is None and len(copy.get_all_tuning_records()) == 2  # one per kernel that ran
     for mod, fastest in ((double, 1e-3), (triple, 5e-4)):
         assert _best(copy, mod, llvm) == _best(full, mod, llvm) == pytest.approx(fastest)
+    files = [(copies[0] / name).read_bytes() for name in ("database_workload.json", "database_tuning_record.json")]
     assert copy.query_tuning_record(failed, llvm, "main") is None
+    assert [(copies[0] / name).read_bytes() for name in ("database_workload.json", "database_tuning_record.json")
+            ] == files  # a query writes nothing, so the copy stays what it was made as
 
 
 def test_a_change_to_the_full_files_makes_a_new_copy(tmp_path, llvm):

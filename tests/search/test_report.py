@@ -72,7 +72,8 @@ def test_a_free_result_has_no_improvement_ratio_in_json():
         return SearchReport([], before, after, seconds=0.1, graphs_explored=1, expansions=1, stopped_by="exhausted")
 
     free = report(2.0, 0.0)
-    assert free.to_dict()["improvement"] is None and json.loads(free.to_json())["improvement"] is None
+    assert free.improvement is None and free.to_dict()["improvement"] is None
+    assert json.loads(free.to_json())["improvement"] is None and ", x" not in free.to_text()
     assert report(2.0, 1.0).to_dict()["improvement"] == 2.0 and report(0.0, 0.0).to_dict()["improvement"] == 1.0
     assert SearchReport.from_dict(report(2.0, 0.0).to_dict()).cost_after == 0.0  # read back as it was
 
