@@ -21,14 +21,9 @@ def cpu_count() -> int:
 
 
 def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    from taso_relay.cost.host_speed import cpu_model as model  # the key its host-speed record uses
+
+    return model()
 
 
 def _version(dist: str) -> str | None:

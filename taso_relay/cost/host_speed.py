@@ -68,10 +68,11 @@ def machine_key() -> str:
     """CPU model and the cores this process may use."""
     from ..graph.interpreter import usable_cores
 
-    return f"{_cpu_model()} | {usable_cores()} cores"
+    return f"{cpu_model()} | {usable_cores()} cores"
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """The CPU's model name (Linux's /proc/cpuinfo, else what the platform says)."""
     try:
         with open("/proc/cpuinfo") as fh:
             for line in fh:
