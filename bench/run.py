@@ -203,9 +203,9 @@ def bench_model(name, args, target_dict, target, threads, run_id, options):
         log(f"{name}: round {r}/{n}: " + ", ".join(f"{k} {v * 1e3:.2f}ms" for k, v in last.items()))
     cpu: dict = {}
     on_cpu = kind in ("llvm", "c")  # a slowed host is what the probe sees (taso_relay/cost/host_speed.py)
-    probes = [_host_probe()] if on_cpu else []
+    probes = [host_speed.probe_or_none()] if on_cpu else []
     times = measure.interleaved(runners, rounds, progress, cpu=cpu)
-    probes = [p for p in probes + ([_host_probe()] if on_cpu else []) if p]
+    probes = [p for p in probes + ([host_speed.probe_or_none()] if on_cpu else []) if p]
     try:  # only a note: a timing is never lost for it
         entry["host_probe"] = host_speed.against_best(probes) if probes else None
     except Exception:  # noqa: BLE001
@@ -226,16 +226,6 @@ def bench_model(name, args, target_dict, target, threads, run_id, options):
     # Other processes on the machine disturb timings; the load shows how much.
     entry["load_average_after"] = [round(v, 2) for v in os.getloadavg()]
     return entry
-
-
-def _host_probe() -> dict | None:
-    """numpy's matmul and copy rates now (host_speed.probe); None where they cannot be measured: only a note."""
-    from taso_relay.cost import host_speed
-
-    try:
-        return host_speed.probe()
-    except Exception:  # noqa: BLE001
-        return None
 
 
 def main(argv=None) -> int:

@@ -38,12 +38,10 @@ def check(mod, lowering: str) -> dict:
     from tvm import relax
 
     from taso_relay.cost.fold_kernels import fold_kernels
+    from taso_relay.cost.lowering import passes_before_folding
 
-    first = [relax.transform.DecomposeOpsForInference(), relax.transform.CanonicalizeBindings()] \
-        if lowering == "tuning" else []
     with tvm.target.Target("llvm"):
-        legalized = tvm.transform.Sequential(first + [relax.transform.LegalizeOps(),
-                                                      relax.transform.AnnotateTIROpPattern()])(mod)
+        legalized = tvm.transform.Sequential(passes_before_folding(lowering))(mod)
         start = time.perf_counter()
         stock = relax.transform.FoldConstant()(legalized)
         stock_s = time.perf_counter() - start

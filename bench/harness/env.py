@@ -14,10 +14,9 @@ import psutil
 
 
 def cpu_count() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+    from taso_relay.graph.interpreter import usable_cores  # the cores this process may use
+
+    return usable_cores()
 
 
 def cpu_model() -> str:

@@ -62,7 +62,12 @@ def read_best(work_dir, full=None, full_stamp: tuple | None = None) -> tuple:
         found = _open_copy(copy)
         if found is not None:
             return found, None
-        full, full_stamp = open_database(work_dir), stamp
+        from .progress import progress  # tens of seconds on a large database (every trace replayed): say so
+
+        records = _record_lines(work_dir)
+        for _ in progress(range(1), total=1, unit="database",
+                          desc=f"reading {records or 0:,} tuning records (once: later reads take the best of each)"):
+            full, full_stamp = open_database(work_dir), stamp
     if database_stamp(work_dir) == stamp == full_stamp:  # what `full` holds is what the files hold
         write_copy(full, copy)
     return full, full
@@ -113,12 +118,17 @@ def synced_stamp(work_dir, full) -> tuple | None:
     """The files' stamp, where they hold exactly the records of `full` (a database read or tuned into
     by this process); None where another writer appended records meanwhile."""
     stamp = database_stamp(Path(work_dir))
+    lines = _record_lines(work_dir)
+    return stamp if None not in stamp and lines is not None and lines == len(full) else None
+
+
+def _record_lines(work_dir) -> int | None:
+    """Tuning records in the database's file (one per line); None where it cannot be read."""
     try:
         with open(Path(work_dir) / FILES[1], "rb") as fh:
-            lines = sum(1 for line in fh if line.strip())
+            return sum(1 for line in fh if line.strip())
     except OSError:
         return None
-    return stamp if None not in stamp and lines == len(full) else None
 
 
 def _open_copy(copy: Path):

@@ -56,11 +56,20 @@ def against_best(probes: list[dict[str, float]], key: str | None = None, path: P
     return {"probes": probes, "best": best, "slowdown": max(ratios, default=1.0)}
 
 
+def probe_or_none() -> dict[str, float] | None:
+    """probe(), or None where it cannot be measured: only ever a note beside a timing, never a failure."""
+    try:
+        return probe()
+    except Exception:  # noqa: BLE001
+        return None
+
+
 def slowdown_now() -> float | None:
     """One probe against the best rates (recorded with it); None where it cannot be measured."""
+    now = probe_or_none()
     try:
-        return round(against_best([probe()])["slowdown"], 3)
-    except Exception:  # noqa: BLE001 - only ever a note beside a timing: never fail for it
+        return round(against_best([now])["slowdown"], 3) if now else None
+    except Exception:  # noqa: BLE001 - a record that cannot be written or read is no reason to fail either
         return None
 
 

@@ -90,21 +90,24 @@ def _plain(obj):
     return str(obj)
 
 
+def passes_before_folding(lowering: str = "default") -> list:
+    """The lowering's passes up to where it folds constants (bench/corpus/check_folding.py folds after
+    them both ways): batch norm decomposed for "tuning", then every operator legalized to call_tir."""
+    first = [relax.transform.DecomposeOpsForInference(), relax.transform.CanonicalizeBindings()] \
+        if check_lowering(lowering) == "tuning" else []
+    return first + [relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern()]
+
+
 def lowering_pipeline(target, database=None, lowering: str = "default") -> tvm.transform.Pass:
     """Relax passes up to fused TIR kernels; with a MetaSchedule database, its schedules applied."""
     from .fold_kernels import fold_kernels
 
     target = as_target(target)
-    decompose = check_lowering(lowering) == "tuning"
 
     @tvm.transform.module_pass(opt_level=0, name="taso_relay.lowering")
     def _lower(mod, _ctx):
         with target:
-            first = [relax.transform.DecomposeOpsForInference(), relax.transform.CanonicalizeBindings()] \
-                if decompose else []
-            mod = tvm.transform.Sequential(first + [
-                relax.transform.LegalizeOps(),
-                relax.transform.AnnotateTIROpPattern(),
+            mod = tvm.transform.Sequential(passes_before_folding(lowering) + [
                 fold_kernels,  # FoldConstant's work, one build per distinct kernel (fold_kernels.py)
                 relax.transform.FoldConstant(),
                 relax.transform.FuseOps(),

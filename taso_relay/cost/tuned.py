@@ -31,9 +31,9 @@ import logging
 import os
 from pathlib import Path
 
+from .best_records import database_stamp, read_best, synced_stamp
 from .cache import file_lock
 from .kernel import Kernel
-from .best_records import database_stamp, read_best, synced_stamp
 from .lowering import LOWERING_IDS, lower, open_database, reusing_lowerings, target_key, with_cores
 from .measured import MeasuredCost, kernel_module
 from .metaschedule_parts import local_runner, stop_when_exhausted

@@ -30,12 +30,11 @@ def _model():
 def _two_batch_norms():
     """_model legalized as the tuning lowering does, up to where it folds constants."""
     import tvm
-    from tvm import relax
+
+    from taso_relay.cost.lowering import passes_before_folding
 
     with tvm.target.Target("llvm"):
-        return tvm.transform.Sequential([
-            relax.transform.DecomposeOpsForInference(), relax.transform.CanonicalizeBindings(),
-            relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern()])(_model())
+        return tvm.transform.Sequential(passes_before_folding("tuning"))(_model())
 
 
 def _counting_builds(monkeypatch, module) -> list:
