@@ -162,10 +162,8 @@ def measure(original, rewritten, func: str, target, *, lowering: str = "default"
             return check
     start = time.perf_counter()
     timers = [_Timer(vm, func, device, inputs) for vm in vms]
-    one = max(t.once() for t in timers)
-    number = max(1, min(1000, math.ceil(round_s / max(one, 1e-7))))
-    rounds = int(budget_s / max(2 * number * one, 1e-9))
-    rounds = max(min_rounds, min(max_rounds, rounds))
+    ones = [t.once() for t in timers]
+    number, rounds = plan_rounds(ones, [t.slow for t in timers], budget_s, round_s, min_rounds, max_rounds)
     times = interleaved([lambda t=t: t.round(number) for t in timers],
                         progress(range(rounds), total=rounds, desc="speed check: timing before and after",
                                  unit="round"))
@@ -175,6 +173,18 @@ def measure(original, rewritten, func: str, target, *, lowering: str = "default"
     check.before_s, check.after_s = statistics.median(times[0]), statistics.median(times[1])
     check.host_slowdown = host_slowdown(target)
     return check
+
+
+def plan_rounds(ones, slow, budget_s: float, round_s: float, min_rounds: int, max_rounds: int) -> tuple[int, int]:
+    """(runs per round, rounds) for functions that run once in `ones` seconds each: a round of the
+    slowest about round_s, all rounds of all of them about budget_s (min_rounds to max_rounds).
+
+    A round timed by time_evaluator (`slow` false) costs one run more than it times (its untimed
+    warm-up call): counted, or runs of 50-500 ms (one timed run a round) took twice the budget."""
+    number = max(1, min(1000, math.ceil(round_s / max(max(ones), 1e-7))))
+    per_round = sum((number if s else number + 1) * one for one, s in zip(ones, slow))
+    rounds = min(max_rounds, budget_s / max(per_round, 1e-9))  # before int(): the budget may be inf
+    return number, max(min_rounds, int(rounds))
 
 
 def interleaved(timers, rounds) -> list[list[float]]:

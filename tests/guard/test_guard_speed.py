@@ -122,3 +122,24 @@ def test_a_host_slowed_from_outside_is_named_in_the_check(monkeypatch):
     assert "2.00x slower than the best it has shown" in SpeedCheck(host_slowdown=2.0, **timed).to_text()
     assert "best it has shown" not in SpeedCheck(host_slowdown=1.1, **timed).to_text()
     assert json.loads(json.dumps(SpeedCheck(host_slowdown=2.0, **timed).to_dict()))["host_slowdown"] == 2.0
+
+
+@pytest.mark.parametrize("ones, slow", [
+    ([0.1, 0.1], [False, False]),  # full Inception-v3: one timed run a round, one untimed warm-up beside it
+    ([0.04, 0.03], [False, False]),  # two timed runs a round
+    ([0.8, 0.6], [True, True]),  # slow runs, timed by the wall clock: no warm-up
+    ([0.6, 0.3], [True, False]),  # one of each
+])
+def test_the_timing_rounds_fit_the_budget_with_their_warm_ups(ones, slow):
+    """time_evaluator runs the function once untimed before the runs it times: session 31 saw 17 s of rounds
+    for a 10 s budget on full Inception-v3 when only the timed runs were counted."""
+    from taso_relay.guard.speed import plan_rounds
+
+    budget = 10.0
+    number, rounds = plan_rounds(ones, slow, budget, round_s=0.05, min_rounds=3, max_rounds=60)
+    assert number * max(ones) >= 0.05 or number == 1
+    spent = rounds * sum((number + (0 if s else 1)) * one for one, s in zip(ones, slow))
+    assert 0.8 * budget <= spent <= budget
+    assert plan_rounds(ones, slow, 0.0, 0.05, 3, 60)[1] == 3  # min_rounds whatever the budget
+    assert plan_rounds([1e-6, 1e-6], [False, False], 1e3, 0.05, 3, 60)[1] == 60
+    assert plan_rounds(ones, slow, float("inf"), 0.05, 3, 60)[1] == 60
