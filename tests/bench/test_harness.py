@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import statistics
 import subprocess
@@ -269,3 +270,24 @@ def test_a_tuned_judge_without_a_tuned_build_is_refused_up_front(tmp_path):
     with pytest.raises(SystemExit, match="add --trials-per-task"):
         run.main(["--quick", "--models", "nasrnn", "--taso-cost", "tuned", "--results-dir", str(tmp_path)])
     assert list(tmp_path.iterdir()) == []
+
+
+def test_latest_run_tables_state_the_geomean_of_their_rows():
+    """bench/README's hand-kept tables of each model's latest run: every geomean row is the geometric
+    mean of the model rows above it (within the rounding of rows and mean to two decimals)."""
+    text = (REPO / "bench" / "README.md").read_text()
+    for heading in ("### Eight full models, latest run of each", "### The seven quick models, latest run of each"):
+        assert heading in text, f"bench/README.md lost its section {heading!r}"
+        rows, geomeans = [], 0
+        for line in text.split(heading, 1)[1].split("\n### ", 1)[0].splitlines():
+            cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("|") else []
+            ratios = [float(m.group(1)) for m in (re.fullmatch(r"\**([0-9.]+)×\**", c) for c in cells[1:]) if m]
+            if len(ratios) != 2:
+                continue
+            if "geomean" not in cells[0]:
+                rows.append(ratios)
+                continue
+            means = [math.exp(sum(math.log(r[k]) for r in rows) / len(rows)) for k in range(2)]
+            assert means == pytest.approx(ratios, abs=0.011), (heading, cells[0], means, ratios)
+            geomeans += 1
+        assert geomeans >= 1 and len(rows) >= 7, f"no geomean row, or too few models, under {heading!r}"
