@@ -678,3 +678,25 @@ def test_an_unnamed_symbolic_dimension_gets_a_hint_that_works():
     (hint,) = [w for w in taso.report["main"].warnings if "symbolic" in w]
     assert "{'': 1}" not in hint and "the unnamed tir.Var itself as the key" in hint
     assert relax.transform.BindSymbolicVars({n: 1})(mod)["main"].params[0].ty.shape[0].value == 1  # as it says
+
+
+def test_pass_sums_convs_of_one_input_with_their_biases(run_module, rng):
+    """RepVGG's unmerged form: (conv(x, w1) + b1) + (conv(x, w2) + b2) becomes one conv on w1 + w2
+    (rules/handwritten_sum.json), and a 3x3 and a 1x1 branch with batch norms one 3x3 conv after the
+    folds; the compiled result computes what the original does."""
+    from bridge_onnx_models import branches_summed
+
+    from taso_relay.cost import FixedCost
+
+    mod = import_onnx(branches_summed())
+    taso = TASOPass(cost=FixedCost({"conv2d": 10.0}), time_limit=10, verify_speed=False)
+    out = taso(mod)
+    report = taso.report["main"]
+    assert report.status == "optimized", report.summary()
+    assert report.ops_before["conv2d"] == 4 and report.ops_after["conv2d"] == 2
+    assert not report.ops_after.get("split") and not report.ops_after.get("strided_slice")  # summed, not merged
+    applied = [r.split(" ")[0] for r in report.rewrites]
+    assert "h-sum-conv-bias" in applied and "h-sum-conv-bias-enlarge" in applied, applied
+    inputs = random_inputs(mod["main"].params, rng)
+    for want, got in zip(run_module(mod, inputs), run_module(out, inputs)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))

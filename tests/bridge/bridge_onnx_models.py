@@ -81,6 +81,19 @@ def inception_block():
     return m.build([("x", F32, [1, 6, 9, 9])], [(y, F32, [1, 14, 9, 9])])
 
 
+def branches_summed():
+    """RepVGG's training-time form, exported unmerged: two 3x3 convs of one input with their biases, summed;
+    then a 3x3 and a 1x1 conv of one input, each with a batch norm, summed."""
+    b = Model(3)
+
+    def conv(x, k, bias=True):
+        return b.op("Conv", [x, b.weight((8, 8, k, k))] + ([b.weight((8,))] if bias else []), pads=[k // 2] * 4)
+
+    s1 = b.op("Relu", [b.op("Add", [conv("x", 3), conv("x", 3)])])
+    s2 = b.op("Relu", [b.op("Add", [b.bn(conv(s1, 3, bias=False), 8), b.bn(conv(s1, 1, bias=False), 8)])])
+    return b.build([("x", F32, [1, 8, 10, 10])], [(s2, F32, [1, 8, 10, 10])])
+
+
 def transformer_layer(seq=6, dim=8, heads=2):
     """Self-attention (MatMul, Softmax), residuals, LayerNormalization and a GELU written with Erf."""
     m = Model(3)
@@ -227,6 +240,7 @@ MODELS = {
     "upsampling": upsampling,
     "resnet_block": resnet_block,
     "inception_block": inception_block,
+    "branches_summed": branches_summed,
     "transformer_layer": transformer_layer,
     "with_unmodelled_ops": with_unmodelled_ops,
 }

@@ -17,6 +17,7 @@ EXPECTED_OPS = {
     "with_unmodelled_ops": {"conv2d": 1, "split": 1, "matmul": 1, "opaque": 2},
     "hard_activations": {"conv2d": 2, "clip": 2, "mul": 4, "div": 1, "sub": 1, "leaky_relu": 1},
     "upsampling": {"conv2d": 4, "resize2d": 4, "concat": 1, "add": 2},
+    "branches_summed": {"conv2d": 4, "batch_norm": 2, "relu": 2},
 }
 
 

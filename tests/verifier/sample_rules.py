@@ -21,6 +21,11 @@ def shipped_docs(name: str) -> dict:
     return {d["id"]: d for d in json.loads((shipped_rules_dir() / f"{name}.json").read_text())["rules"]}
 
 
+def target_node(doc: dict, node_id: str) -> dict:
+    """The node of a rule's target (as written) with that id, to plant a mistake in."""
+    return next(node for node in doc["target"] if node["id"] == node_id)
+
+
 def unverified(doc: dict, **changes) -> dict:
     """A copy of a rule as written, its verdict cleared (so proving it proves it again), with `changes` applied."""
     doc = copy.deepcopy(doc)

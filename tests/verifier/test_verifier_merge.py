@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from sample_rules import shipped_docs, unverified
+from sample_rules import shipped_docs, target_node, unverified
 
 from taso_relay.subst.rule_io import rule_from_dict
 from taso_relay.verifier.prover import PROVED, REFUTED, prove_rule
@@ -17,15 +17,11 @@ def test_shipped_merge_is_proved(rid):
     assert v.status == PROVED, v.reason
 
 
-def _target_node(doc, node_id):
-    return next(n for n in doc["target"] if n["id"] == node_id)
-
-
 def _weights_swapped(rid):
     doc = unverified(DOCS[rid], id=f"bad-{rid}-swapped")
-    node = _target_node(doc, "cw")
+    node = target_node(doc, "cw")
     node["inputs"] = node["inputs"][::-1]
-    axis = _target_node(doc, "cw")["attrs"]["axis"]  # convs: output channels (0); matmuls: columns (1)
+    axis = target_node(doc, "cw")["attrs"]["axis"]  # convs: output channels (0); matmuls: columns (1)
     for w in doc["example"]["inputs"]:  # as many in each, so that the swap keeps every output's shape
         if w.startswith("w"):
             doc["example"]["inputs"][w][axis] = 3
@@ -35,7 +31,7 @@ def _weights_swapped(rid):
 def _padding_transposed(rid):
     """The merged conv pads top and left the other way round: the same output shape, other numbers."""
     doc = unverified(DOCS[rid], id=f"bad-{rid}-padding-transposed")
-    _target_node(doc, "c")["attrs"]["padding"] = "=(?p[1], ?p[0], ?p[3], ?p[2])"
+    target_node(doc, "c")["attrs"]["padding"] = "=(?p[1], ?p[0], ?p[3], ?p[2])"
     doc["example"]["vars"]["p"] = [0, 1, 1, 0]
     return rule_from_dict(doc)
 

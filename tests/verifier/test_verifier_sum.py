@@ -1,0 +1,53 @@
+"""The shipped conv-sum rules (two convs of one input, biases added, summed) are proved; wrong sums are not."""
+from __future__ import annotations
+
+import pytest
+from sample_rules import shipped_docs, target_node, unverified
+
+from taso_relay.subst.rule_io import rule_from_dict
+from taso_relay.verifier.prover import PROVED, REFUTED, prove_rule
+
+DOCS = shipped_docs("handwritten_sum")
+
+
+def test_the_three_forms_are_recorded_proved_and_prove_again():
+    """What default_rules() loads (the recorded verdict), and a fresh proof of each, its verdict cleared."""
+    assert sorted(DOCS) == ["h-sum-conv-bias", "h-sum-conv-bias-enlarge", "h-sum-conv-bias1"]
+    fresh = {rid: prove_rule(rule_from_dict(unverified(doc)), timeout=20) for rid, doc in DOCS.items()}
+    assert {rid: doc["verification"]["status"] for rid, doc in DOCS.items()} == dict.fromkeys(DOCS, PROVED)
+    assert {rid: v.status for rid, v in fresh.items()} == dict.fromkeys(DOCS, PROVED), \
+        {rid: v.reason for rid, v in fresh.items()}
+
+
+def _one_weight_twice(rid):
+    """The summed conv takes the first weight twice: right only where both weights are equal."""
+    doc = unverified(DOCS[rid], id=f"bad-{rid}-w1-twice")
+    target_node(doc, "w")["inputs"] = ["w1", "w1"]
+    return rule_from_dict(doc)
+
+
+def _bias_dropped(rid):
+    """The target adds the first bias only."""
+    doc = unverified(DOCS[rid], id=f"bad-{rid}-bias-dropped")
+    target_node(doc, "t")["inputs"] = ["c", "b1"]
+    return rule_from_dict(doc)
+
+
+def _activation_kept(rid):
+    """Both convs fused with a ReLU: a sum of ReLUs is not the ReLU of the sum."""
+    doc = unverified(DOCS[rid], id=f"bad-{rid}-relu")
+    for n in doc["source"] + doc["target"]:
+        if n["op"] == "conv2d":
+            n["attrs"]["activation"] = "relu"
+    return rule_from_dict(doc)
+
+
+WRONG = [_one_weight_twice("h-sum-conv-bias"), _one_weight_twice("h-sum-conv-bias1"),
+         _bias_dropped("h-sum-conv-bias"), _bias_dropped("h-sum-conv-bias-enlarge"),
+         _activation_kept("h-sum-conv-bias")]
+
+
+@pytest.mark.parametrize("r", WRONG, ids=lambda r: r.id)
+def test_wrong_sum_is_refuted_at_its_example(r):
+    v = prove_rule(r, timeout=5)
+    assert v.status == REFUTED, (v.status, v.reason)
