@@ -4,7 +4,10 @@ An Inception-style block, the kind of graph TASO was built for: four parallel
 branches on one input (two of them start with a 1x1 convolution of the same
 input, which a substitution can merge into one wider convolution), joined by
 Concat, then BatchNormalization, a global pool and a Gemm classifier head,
-and TopK, an operator the graph form does not model (it stays opaque).
+and TopK, an operator the graph form does not model (it stays opaque). Its 3x3
+branch is ACNet's training-time block (3x3, 1x3 and 3x1 convs of one input, each
+with a batch norm, summed), as a model exported before its branches are merged:
+proven rules fold the batch norms and sum the three convs into one 3x3 conv.
 
 Run: python examples/make_example.py   (deterministic: same bytes every time)
 """
@@ -35,8 +38,28 @@ def build() -> onnx.ModelProto:
         nodes.append(helper.make_node("Relu", [name], [f"{name}.relu"], name=f"{name}.relu"))
         return f"{name}.relu"
 
+    def asymmetric(name, x, cin, cout):
+        """ACNet's training-time 3x3 block: 3x3, 1x3 and 3x1 convs of one input, each with a batch norm, summed."""
+        total = None
+        for kh, kw in ((3, 3), (1, 3), (3, 1)):
+            part = f"{name}.{kh}x{kw}"
+            w = tensor(f"{part}.weight", rng.standard_normal((cout, cin, kh, kw)) * np.sqrt(2.0 / (cin * kh * kw)))
+            nodes.append(helper.make_node("Conv", [x, w], [part], name=part, pads=[kh // 2, kw // 2] * 2))
+            norm = [tensor(f"{part}.bn.scale", rng.uniform(0.5, 1.5, cout)),
+                    tensor(f"{part}.bn.bias", rng.standard_normal(cout) * 0.05),
+                    tensor(f"{part}.bn.mean", rng.standard_normal(cout) * 0.05),
+                    tensor(f"{part}.bn.var", rng.uniform(0.5, 1.5, cout))]
+            nodes.append(helper.make_node("BatchNormalization", [part, *norm], [f"{part}.bn"], name=f"{part}.bn"))
+            if total is None:
+                total = f"{part}.bn"
+            else:
+                nodes.append(helper.make_node("Add", [total, f"{part}.bn"], [f"{part}.sum"], name=f"{part}.sum"))
+                total = f"{part}.sum"
+        nodes.append(helper.make_node("Relu", [total], [f"{name}.relu"], name=f"{name}.relu"))
+        return f"{name}.relu"
+
     b1 = conv("branch1x1", "input", C_IN, 16, 1)
-    b2 = conv("branch3x3", conv("branch3x3_reduce", "input", C_IN, 16, 1), 16, 24, 3)
+    b2 = asymmetric("branch3x3", conv("branch3x3_reduce", "input", C_IN, 16, 1), 16, 24)
     b3 = conv("branch5x5", conv("branch5x5_reduce", "input", C_IN, 8, 1), 8, 8, 5)
     nodes.append(helper.make_node("MaxPool", ["input"], ["pool"], name="pool", kernel_shape=[3, 3],
                                   strides=[1, 1], pads=[1, 1, 1, 1]))
