@@ -42,7 +42,7 @@ def sum_rules() -> list[dict]:
             "target": [node("w", "add", ["w1", "w2"]), node("c", "conv2d", ["x", "w"], **_SAME),
                        node("b", "add", ["b1", "b2"]), node("t", "add", ["c", "b"])],
             "outputs": [["s", "t"]],
-            "constraints": _WEIGHTS_AGREE + [c.format("b1") for c in _PER_CHANNEL] + [c.format("b2") for c in _PER_CHANNEL],
+            "constraints": _WEIGHTS_AGREE + [c.format(b) for b in ("b1", "b2") for c in _PER_CHANNEL],
             "example": {"inputs": {"x": [1, 3, 7, 6], "w1": [4, 3, 3, 2], "w2": [4, 3, 3, 2], "b1": [1, 4, 1, 1],
                                    "b2": [1, 4, 1, 1]}, "vars": _EXAMPLE_VARS},
             "provenance": _PROVENANCE}
@@ -74,7 +74,7 @@ def sum_rules() -> list[dict]:
                                "dim(w2, 1) == dim(w1, 1)", "dim(w1, 2) % 2 == 1", "dim(w1, 3) % 2 == 1",
                                "dim(w2, 2) % 2 == 1", "dim(w2, 3) % 2 == 1", "dim(w2, 2) <= dim(w1, 2)",
                                "dim(w2, 3) <= dim(w1, 3)", "dim(w2, 2) * dim(w2, 3) < dim(w1, 2) * dim(w1, 3)"]
-               + [c.format("b1") for c in _PER_CHANNEL] + [c.format("b2") for c in _PER_CHANNEL],
+               + [c.format(b) for b in ("b1", "b2") for c in _PER_CHANNEL],
                "example": {"inputs": {"x": [1, 3, 7, 6], "w1": [4, 3, 3, 5], "w2": [4, 3, 1, 3], "b1": [1, 4, 1, 1],
                                       "b2": [1, 4, 1, 1]}, "vars": {"s": [1, 2]}},
                "provenance": _PROVENANCE}
