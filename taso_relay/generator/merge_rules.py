@@ -26,7 +26,11 @@ _KERNELS_AGREE = ["rank(x) == 4", "rank(w1) == 4", "rank(w2) == 4", "dim(w2, 1) 
                   "dim(w2, 2) == dim(w1, 2)", "dim(w2, 3) == dim(w1, 3)"]
 _EXAMPLE = {"inputs": {"x": [1, 3, 7, 6], "w1": [4, 3, 3, 2], "w2": [2, 3, 3, 2]},
             "vars": {"p": [0, 1, 0, 0], "s": [2, 1], "d": [1, 1], "a": "relu"}}
-_HALF = "=(dim({0}, 2) // 2, dim({0}, 3) // 2, dim({0}, 2) // 2, dim({0}, 3) // 2)"
+HALF = "=(dim({0}, 2) // 2, dim({0}, 3) // 2, dim({0}, 2) // 2, dim({0}, 3) // 2)"  # "same" padding of kernel {0}
+# w2's odd kernel, zero-padded around its centre, fits inside w1's (and is smaller): both "same", so no output moves
+SMALLER_KERNEL_FITS = ["dim(w1, 2) % 2 == 1", "dim(w1, 3) % 2 == 1", "dim(w2, 2) % 2 == 1", "dim(w2, 3) % 2 == 1",
+                       "dim(w2, 2) <= dim(w1, 2)", "dim(w2, 3) <= dim(w1, 3)",
+                       "dim(w2, 2) * dim(w2, 3) < dim(w1, 2) * dim(w1, 3)"]
 _PROVENANCE = {"generator": "handwritten", "family": "merge-conv"}
 
 
@@ -52,17 +56,15 @@ def conv_rules() -> list[dict]:
         # TASO's Inception rewrite without a concat after: the smaller kernel is zero-padded to the larger one's
         # size; both convs keep their size ("same" padding), so centring the smaller kernel changes nothing
         {"id": "h-merge-conv-enlarge", "inputs": _INPUTS,
-         "source": [node("c1", "conv2d", ["x", "w1"], padding=_HALF.format("w1"), strides="?s", activation="?a"),
-                    node("c2", "conv2d", ["x", "w2"], padding=_HALF.format("w2"), strides="?s", activation="?a")],
+         "source": [node("c1", "conv2d", ["x", "w1"], padding=HALF.format("w1"), strides="?s", activation="?a"),
+                    node("c2", "conv2d", ["x", "w2"], padding=HALF.format("w2"), strides="?s", activation="?a")],
          "target": [node("e", "enlarge", ["w2"], kernel="=(dim(w1, 2), dim(w1, 3))"),
                     node("cw", "concat", ["w1", "e"], axis=0),
-                    node("c", "conv2d", ["x", "cw"], padding=_HALF.format("w1"), strides="?s", activation="?a"),
+                    node("c", "conv2d", ["x", "cw"], padding=HALF.format("w1"), strides="?s", activation="?a"),
                     node("s", "split", ["c"], axis=1, sizes=sizes)],
          "outputs": [["c1", "s:0"], ["c2", "s:1"]],
-         "constraints": ["rank(x) == 4", "rank(w1) == 4", "rank(w2) == 4", "dim(w2, 1) == dim(w1, 1)",
-                         "dim(w1, 2) % 2 == 1", "dim(w1, 3) % 2 == 1", "dim(w2, 2) % 2 == 1", "dim(w2, 3) % 2 == 1",
-                         "dim(w2, 2) <= dim(w1, 2)", "dim(w2, 3) <= dim(w1, 3)",
-                         "dim(w2, 2) * dim(w2, 3) < dim(w1, 2) * dim(w1, 3)"],
+         "constraints": ["rank(x) == 4", "rank(w1) == 4", "rank(w2) == 4", "dim(w2, 1) == dim(w1, 1)"]
+         + SMALLER_KERNEL_FITS,
          "example": {"inputs": {"x": [1, 3, 7, 6], "w1": [4, 3, 3, 5], "w2": [2, 3, 1, 3]},
                      "vars": {"s": [1, 2], "a": "none"}},
          "provenance": _PROVENANCE},

@@ -22,6 +22,7 @@ fused activation is left out: the sum of two ReLUs is not the ReLU of the sum.
 from __future__ import annotations
 
 from .handwritten import node, write_main
+from .merge_rules import HALF, SMALLER_KERNEL_FITS
 
 _SAME = {"padding": "?p", "strides": "?s", "dilation": "?d"}
 _WEIGHTS_AGREE = ["rank(x) == 4", "rank(w1) == 4", "rank(w2) == 4", "dim(w2, 0) == dim(w1, 0)",
@@ -34,51 +35,41 @@ _PROVENANCE = {"generator": "handwritten", "family": "sum-conv"}
 
 
 def sum_rules() -> list[dict]:
-    inputs = [{"name": "x", "kind": "any"}] + [{"name": n, "kind": "weight"} for n in ("w1", "w2", "b1", "b2")]
-    both = {"id": "h-sum-conv-bias", "inputs": inputs,
-            "source": [node("c1", "conv2d", ["x", "w1"], **_SAME), node("a1", "add", ["c1", "b1"]),
-                       node("c2", "conv2d", ["x", "w2"], **_SAME), node("a2", "add", ["c2", "b2"]),
-                       node("s", "add", ["a1", "a2"])],
-            "target": [node("w", "add", ["w1", "w2"]), node("c", "conv2d", ["x", "w"], **_SAME),
-                       node("b", "add", ["b1", "b2"]), node("t", "add", ["c", "b"])],
-            "outputs": [["s", "t"]],
-            "constraints": _WEIGHTS_AGREE + [c.format(b) for b in ("b1", "b2") for c in _PER_CHANNEL],
-            "example": {"inputs": {"x": [1, 3, 7, 6], "w1": [4, 3, 3, 2], "w2": [4, 3, 3, 2], "b1": [1, 4, 1, 1],
-                                   "b2": [1, 4, 1, 1]}, "vars": _EXAMPLE_VARS},
+    same_size = _WEIGHTS_AGREE
+    summed = [node("w", "add", ["w1", "w2"])]
+    example = {"x": [1, 3, 7, 6], "w1": [4, 3, 3, 2], "w2": [4, 3, 3, 2]}
+    # RepVGG's 3x3 and 1x1 branches: the smaller kernel zero-padded to the larger one's size
+    enlarged = [node("e", "enlarge", ["w2"], kernel="=(dim(w1, 2), dim(w1, 3))"), node("w", "add", ["w1", "e"])]
+    fits = ["rank(x) == 4", "rank(w1) == 4", "rank(w2) == 4", "dim(w2, 0) == dim(w1, 0)",
+            "dim(w2, 1) == dim(w1, 1)"] + SMALLER_KERNEL_FITS
+    return [
+        _rule("h-sum-conv-bias", _SAME, _SAME, summed, same_size, example, _EXAMPLE_VARS),
+        # one branch without a bias (a conv whose bias ONNX left out, beside one that has it)
+        _rule("h-sum-conv-bias1", _SAME, _SAME, summed, same_size, example, _EXAMPLE_VARS, biases=("b1",)),
+        _rule("h-sum-conv-bias-enlarge", {"padding": HALF.format("w1"), "strides": "?s"},
+              {"padding": HALF.format("w2"), "strides": "?s"}, enlarged, fits,
+              {"x": [1, 3, 7, 6], "w1": [4, 3, 3, 5], "w2": [4, 3, 1, 3]}, {"s": [1, 2]}),
+    ]
+
+
+def _rule(id_, attrs1, attrs2, summed_weights, constraints, example, example_vars, biases=("b1", "b2")) -> dict:
+    """(conv[attrs1](x, w1) + b1) + (conv[attrs2](x, w2) [+ b2]) => conv[attrs1](x, w) + (b1 [+ b2]), where
+    `summed_weights` computes w."""
+    source = [node("c1", "conv2d", ["x", "w1"], **attrs1), node("a1", "add", ["c1", "b1"]),
+              node("c2", "conv2d", ["x", "w2"], **attrs2)]
+    target = summed_weights + [node("c", "conv2d", ["x", "w"], **attrs1)]
+    if len(biases) == 2:
+        source += [node("a2", "add", ["c2", "b2"]), node("s", "add", ["a1", "a2"])]
+        target += [node("b", "add", ["b1", "b2"]), node("t", "add", ["c", "b"])]
+    else:
+        source += [node("s", "add", ["a1", "c2"])]
+        target += [node("t", "add", ["c", "b1"])]
+    return {"id": id_,
+            "inputs": [{"name": "x", "kind": "any"}] + [{"name": n, "kind": "weight"} for n in ("w1", "w2", *biases)],
+            "source": source, "target": target, "outputs": [["s", "t"]],
+            "constraints": constraints + [c.format(b) for b in biases for c in _PER_CHANNEL],
+            "example": {"inputs": example | dict.fromkeys(biases, [1, 4, 1, 1]), "vars": example_vars},
             "provenance": _PROVENANCE}
-    # one branch without a bias (a conv whose bias ONNX left out, beside one that has it)
-    one = {"id": "h-sum-conv-bias1", "inputs": inputs[:4],
-           "source": [node("c1", "conv2d", ["x", "w1"], **_SAME), node("a1", "add", ["c1", "b1"]),
-                      node("c2", "conv2d", ["x", "w2"], **_SAME), node("s", "add", ["a1", "c2"])],
-           "target": [node("w", "add", ["w1", "w2"]), node("c", "conv2d", ["x", "w"], **_SAME),
-                      node("t", "add", ["c", "b1"])],
-           "outputs": [["s", "t"]],
-           "constraints": _WEIGHTS_AGREE + [c.format("b1") for c in _PER_CHANNEL],
-           "example": {"inputs": {"x": [1, 3, 7, 6], "w1": [4, 3, 3, 2], "w2": [4, 3, 3, 2], "b1": [1, 4, 1, 1]},
-                       "vars": _EXAMPLE_VARS},
-           "provenance": _PROVENANCE}
-    # RepVGG's 3x3 and 1x1 branches: the smaller kernel zero-padded to the larger one's size; both convs keep
-    # the size ("same" padding, odd kernels), so centring the smaller kernel changes nothing
-    half = "=(dim({0}, 2) // 2, dim({0}, 3) // 2, dim({0}, 2) // 2, dim({0}, 3) // 2)"
-    enlarge = {"id": "h-sum-conv-bias-enlarge", "inputs": inputs,
-               "source": [node("c1", "conv2d", ["x", "w1"], padding=half.format("w1"), strides="?s"),
-                          node("a1", "add", ["c1", "b1"]),
-                          node("c2", "conv2d", ["x", "w2"], padding=half.format("w2"), strides="?s"),
-                          node("a2", "add", ["c2", "b2"]), node("s", "add", ["a1", "a2"])],
-               "target": [node("e", "enlarge", ["w2"], kernel="=(dim(w1, 2), dim(w1, 3))"),
-                          node("w", "add", ["w1", "e"]),
-                          node("c", "conv2d", ["x", "w"], padding=half.format("w1"), strides="?s"),
-                          node("b", "add", ["b1", "b2"]), node("t", "add", ["c", "b"])],
-               "outputs": [["s", "t"]],
-               "constraints": ["rank(x) == 4", "rank(w1) == 4", "rank(w2) == 4", "dim(w2, 0) == dim(w1, 0)",
-                               "dim(w2, 1) == dim(w1, 1)", "dim(w1, 2) % 2 == 1", "dim(w1, 3) % 2 == 1",
-                               "dim(w2, 2) % 2 == 1", "dim(w2, 3) % 2 == 1", "dim(w2, 2) <= dim(w1, 2)",
-                               "dim(w2, 3) <= dim(w1, 3)", "dim(w2, 2) * dim(w2, 3) < dim(w1, 2) * dim(w1, 3)"]
-               + [c.format(b) for b in ("b1", "b2") for c in _PER_CHANNEL],
-               "example": {"inputs": {"x": [1, 3, 7, 6], "w1": [4, 3, 3, 5], "w2": [4, 3, 1, 3], "b1": [1, 4, 1, 1],
-                                      "b2": [1, 4, 1, 1]}, "vars": {"s": [1, 2]}},
-               "provenance": _PROVENANCE}
-    return [both, one, enlarge]
 
 
 def main(argv=None) -> int:

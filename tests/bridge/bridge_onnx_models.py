@@ -82,8 +82,8 @@ def inception_block():
 
 
 def branches_summed():
-    """RepVGG's training-time form, exported unmerged: two 3x3 convs of one input with their biases, summed;
-    then a 3x3 and a 1x1 conv of one input, each with a batch norm, summed."""
+    """Multi-branch blocks exported unmerged: two 3x3 convs of one input with their biases, summed (ACNet-like);
+    then RepVGG's 3x3 and 1x1 convs of one input, each with a batch norm, summed."""
     b = Model(3)
 
     def conv(x, k, bias=True):
