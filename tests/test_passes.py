@@ -700,3 +700,25 @@ def test_pass_sums_convs_of_one_input_with_their_biases(run_module, rng):
     inputs = random_inputs(mod["main"].params, rng)
     for want, got in zip(run_module(mod, inputs), run_module(out, inputs)):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+def test_pass_reparameterizes_blocks_in_their_training_time_form(run_module, rng):
+    """RepVGG's, MobileOne's (depthwise) and RepViT's blocks as timm sums their branches, identity branch
+    and all: each becomes the one conv of its re-parameterized form (every batch norm folded, the branches
+    summed, the input joining as an identity kernel), and the compiled result computes what the original does."""
+    from bridge_onnx_models import reparam_blocks
+
+    from taso_relay.cost import FixedCost
+
+    mod = import_onnx(reparam_blocks())
+    taso = TASOPass(cost=FixedCost({"conv2d": 10.0}), time_limit=10, verify_speed=False)
+    out = taso(mod)
+    report = taso.report["main"]
+    assert report.status == "optimized", report.summary()
+    assert report.ops_before["conv2d"] == 7 and report.ops_after["conv2d"] == 3, report.ops_after
+    assert not report.ops_after.get("batch_norm"), report.ops_after
+    applied = {r.split(" ")[0] for r in report.rewrites}
+    assert {"h-sum-conv-bn-identity", "h-sum-conv-identity", "h-sum-conv-bias-enlarge"} <= applied, applied
+    inputs = random_inputs(mod["main"].params, rng)
+    for want, got in zip(run_module(mod, inputs), run_module(out, inputs)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))

@@ -54,7 +54,8 @@ def folded():
 def test_batch_norms_are_folded_into_the_convs(folded):
     before, after, report = folded
     assert report.status == "optimized"
-    assert sorted(a.rule_id for a in report.search.applied) == ["h-bn-conv", "h-bn-conv-bias"]
+    # and the residual add of the grouped conv's own input joins that conv as an identity kernel
+    assert sorted(a.rule_id for a in report.search.applied) == ["h-bn-conv", "h-bn-conv-bias", "h-sum-conv-identity"]
     assert batch_norm_calls(before) == 2 and batch_norm_calls(after) == 0
 
 

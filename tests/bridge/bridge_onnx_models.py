@@ -94,6 +94,28 @@ def branches_summed():
     return b.build([("x", F32, [1, 8, 10, 10])], [(s2, F32, [1, 8, 10, 10])])
 
 
+def reparam_blocks():
+    """Re-parameterizable blocks in their training-time form, summed in the order timm's forward sums them:
+    RepVGG's (1x1 + 3x3) + batch norm of the input; MobileOne's depthwise stage ((1x1 + 3x3) + 3x3) + batch
+    norm of the input, every conv with a batch norm; RepViT's depthwise (3x3 + 1x1) + the input itself."""
+    b = Model(4)
+
+    def conv_bn(x, k, group=1):
+        return b.bn(b.op("Conv", [x, b.weight((8, 8 // group, k, k))], pads=[k // 2] * 4, group=group), 8)
+
+    def conv_bias(x, k, group=1):
+        return b.op("Conv", [x, b.weight((8, 8 // group, k, k)), b.weight((8,))], pads=[k // 2] * 4, group=group)
+
+    def add(x, y):
+        return b.op("Add", [x, y])
+
+    repvgg = b.op("Relu", [add(add(conv_bn("x", 1), conv_bn("x", 3)), b.bn("x", 8))])
+    dw = add(add(add(conv_bn(repvgg, 1, 8), conv_bn(repvgg, 3, 8)), conv_bn(repvgg, 3, 8)), b.bn(repvgg, 8))
+    mobileone = b.op("Relu", [dw])
+    repvit = add(add(conv_bias(mobileone, 3, 8), conv_bias(mobileone, 1, 8)), mobileone)
+    return b.build([("x", F32, [1, 8, 10, 10])], [(repvit, F32, [1, 8, 10, 10])])
+
+
 def transformer_layer(seq=6, dim=8, heads=2):
     """Self-attention (MatMul, Softmax), residuals, LayerNormalization and a GELU written with Erf."""
     m = Model(3)
@@ -241,6 +263,7 @@ MODELS = {
     "resnet_block": resnet_block,
     "inception_block": inception_block,
     "branches_summed": branches_summed,
+    "reparam_blocks": reparam_blocks,
     "transformer_layer": transformer_layer,
     "with_unmodelled_ops": with_unmodelled_ops,
 }

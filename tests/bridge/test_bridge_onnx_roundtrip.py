@@ -18,6 +18,7 @@ EXPECTED_OPS = {
     "hard_activations": {"conv2d": 2, "clip": 2, "mul": 4, "div": 1, "sub": 1, "leaky_relu": 1},
     "upsampling": {"conv2d": 4, "resize2d": 4, "concat": 1, "add": 2},
     "branches_summed": {"conv2d": 4, "batch_norm": 2, "relu": 2},
+    "reparam_blocks": {"conv2d": 7, "batch_norm": 7, "relu": 2, "add": 9},
 }
 
 

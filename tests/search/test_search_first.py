@@ -17,7 +17,9 @@ from taso_relay.subst import default_rules
 def fold_rules():
     rules = first_phase_rules(default_rules())
     assert {m.rule.id for m in rules} == {"h-bn-conv", "h-bn-conv-bias", "h-pad-conv", "h-pad-avg_pool2d",
-                                              "h-pad-avg_pool2d-uncounted"}
+                                              "h-pad-avg_pool2d-uncounted", "h-sum-conv-bias", "h-sum-conv-bias1",
+                                              "h-sum-conv-bias-enlarge", "h-sum-conv-identity",
+                                              "h-sum-conv-bn-identity", "h-add-consts-scalar", "h-add-consts-same"}
     return [m.rule for m in rules]
 
 
@@ -38,6 +40,39 @@ def test_every_fold_is_applied_even_with_no_search_budget(fold_rules):
     assert activation_batch_norms(g) == 4 and activation_batch_norms(best) == 0
     assert [a.rule_id for a in report.applied] == ["h-bn-conv"] * 4
     assert report.cost_after < report.cost_before
+    assert_same_outputs(g, best)
+
+
+def mobileone_stage(branches: int = 4):
+    """MobileOne's depthwise stage as timm sums it: 0 + (1x1 conv + bias), then each 3x3 branch
+    (conv + bias), then the batch norm of the input; every conv depthwise."""
+    rng = np.random.default_rng(5)
+    b = GraphBuilder()
+
+    def w(name, shape, low=None):
+        value = rng.uniform(low, 1.5, shape) if low is not None else rng.standard_normal(shape) * 0.3
+        return b.weight(name, shape, value=value.astype("float32"))
+
+    x = b.input("x", (1, 6, 8, 8))
+    out = b.op("add", w("zero", (), low=0.0), b.op("add", b.op("conv2d", x, w("s", (6, 1, 1, 1)), groups=6),
+                                                     w("sb", (1, 6, 1, 1))))
+    for i in range(branches):
+        conv = b.op("conv2d", x, w(f"k{i}", (6, 1, 3, 3)), padding=(1, 1, 1, 1), groups=6)
+        out = b.op("add", out, b.op("add", conv, w(f"kb{i}", (1, 6, 1, 1))))
+    bn = b.op("batch_norm", x, w("gamma", (6,), 0.5), w("beta", (6,)), w("mean", (6,)), w("var", (6,), 0.5))
+    return b.build([b.op("relu", b.op("add", out, bn))])
+
+
+def test_a_re_parameterizable_stage_becomes_one_conv_with_no_search_budget(fold_rules):
+    """The conv-sum rules run first, in sweeps: the five branches and the identity become one depthwise 3x3 conv
+    without a single search expansion (MobileOne-S0's 170 such rewrites did not fit in the search's 8 s)."""
+    g = mobileone_stage()
+    best, report = optimize(g, fold_rules, FixedCost({"conv2d": 10.0, "batch_norm": 3.0, "add": 1.0}),
+                            budget=0, time_limit=5)
+    assert g.op_counts()["conv2d"] == 5 and best.op_counts()["conv2d"] == 1, best.op_counts()
+    assert activation_batch_norms(g) == 1 and activation_batch_norms(best) == 0  # the rest: of weights, folded
+    applied = {a.rule_id for a in report.applied}
+    assert {"h-add-consts-scalar", "h-sum-conv-bias-enlarge", "h-sum-conv-bias", "h-sum-conv-bn-identity"} <= applied
     assert_same_outputs(g, best)
 
 

@@ -93,6 +93,16 @@ WRONG = [
           N("transpose", N("batch_norm", "y", "g", "b", "m", "v", axis=2, epsilon="?e"), perm=(0, 3, 1, 2)),
           shapes={"y": ("n", "h", "c", "c"), **{p: ("c",) for p in "gbmv"}}, dims={"c": (2, 3)},
           domains={"e": (1e-5,)}),
+    # an identity kernel scaled by a batch norm of ones read as scaling the input by gamma / sqrt(var + eps):
+    # the batch norm's beta and mean are dropped
+    axiom("wrong_scaled_identity_kernel_no_shift", "norm",
+          N("conv2d", "x", N("mul", N("constant", kind="identity_conv", shape="=(dim(x, 1), dim(x, 1), 3, 3)"),
+                              N("batch_norm", N("constant", kind="ones", shape="=(dim(x, 1), dim(x, 1), 3, 3)"),
+                                "g", "b", "m", "v", axis=0, epsilon="?e")), padding=(1, 1, 1, 1)),
+          N("mul", "x", N("batch_norm", N("constant", kind="ones", shape="=(1, dim(x, 1), 1, 1)"), "g",
+                          N("sub", "m", "m"), N("sub", "m", "m"), "v", axis=1, epsilon="?e")),
+          shapes={"x": ("n", "c", "h", "w"), **{p: ("c",) for p in "gbmv"}}, dims={"c": (1, 2, 3)},
+          domains={"e": (1e-5,)}),
     # a pad folded into a conv's padding with the pad's (before, after) read as the conv's (top, left)
     axiom("wrong_conv_pad_order", "pad",
           N("conv2d", N("pad", "x", pad_width="?pw", value=0.0), "k"),

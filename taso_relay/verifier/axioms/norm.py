@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from .base import N, axiom
 from .common import CONV, CONV_DOMAINS, W4, X4
+from .constants import IDENTITY_CONV_ATTRS, IDENTITY_CONV_DOMAINS, IDENTITY_CONV_GUARD, identity_kernel
 
 EPS = {"e": (1e-5, 1e-3, 0.5)}
 BN_PARAMS = ("gamma", "beta", "mean", "var")
@@ -59,6 +60,15 @@ AXIOMS = [
           domains={**CONV_DOMAINS, **EPS},
           doc="A per-output-channel factor (here a batch norm of ones) after a conv scales its "
               "kernels instead: output channel o reads kernel o only, for any groups."),
+    axiom("conv_scaled_identity_kernel", "norm",
+          N("conv2d", "x", N("mul", identity_kernel(), bn(N("constant", kind="ones", shape=("?o", "?i", "?kh", "?kw")),
+                                                            axis=0)),
+            **IDENTITY_CONV_ATTRS),
+          N("mul", "x", scale("dim(x, 1)", beta="beta", mean="mean")),
+          guard=IDENTITY_CONV_GUARD, shapes={"x": ("n", "c", "h", "w"), **{p: ("c",) for p in BN_PARAMS}},
+          dims={"c": (1, 2, 4)}, domains={**IDENTITY_CONV_DOMAINS, **EPS},
+          doc="An identity kernel scaled per output channel (by a batch norm of ones of its shape over axis 0) "
+              "scales the input's channels: how a batch norm of a block's input joins the conv beside it."),
     axiom("bn_nhwc", "norm",
           bn(N("transpose", "y", perm=(0, 3, 1, 2))),
           N("transpose", bn("y", axis=3), perm=(0, 3, 1, 2)),
