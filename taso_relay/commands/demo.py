@@ -72,6 +72,9 @@ def run_demo(args) -> int:
                                                            "machine's noise)" if unchanged else ")"))
     diff = max(float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)), initial=0.0))
                for a, b in zip(results["before"], results["after"]))
-    print(f"check   {len(results['after'])} outputs, max abs diff {diff:.3g}")
+    # random weights can give outputs of 1e10 (or 1e-10): the difference alone says little without that scale
+    scale = max((float(np.max(np.abs(a.astype(np.float64)), initial=0.0)) for a in results["before"]), default=0.0)
+    relative = f" ({diff / scale:.2g} of the output's largest magnitude, {scale:.3g})" if scale > 0 else ""
+    print(f"check   {len(results['after'])} outputs, max abs diff {diff:.3g}{relative}")
     return 0
 

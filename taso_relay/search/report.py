@@ -134,13 +134,16 @@ class SearchReport:
                          f"{_fmt(self.contested_cost)}, far cheaper by the search's model (measured only with "
                          "verify_speed)")
         counts: dict[str, int] = {}
+        texts: dict[str, str] = {}
         for a in self.applied:
             counts[a.rule_id] = counts.get(a.rule_id, 0) + 1
+            texts.setdefault(a.rule_id, a.text)
         if counts:
             lines.append("  rules: " + ", ".join(f"{rid} x{n}" for rid, n in counts.items()))
+            # each rule's text once: a model's 200 rewrites of four rules read as four rules, not 200 formulas
+            lines += [f"    {rid}: {text}" for rid, text in texts.items()]
         for k, a in enumerate(self.applied, 1):
             lines.append(f"  {k:3d}. {a.rule_id} at {a.where}")
-            lines.append(f"       {a.text}")
         return "\n".join(lines)
 
     def _judged(self) -> str:
