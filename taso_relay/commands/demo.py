@@ -70,11 +70,12 @@ def run_demo(args) -> int:
     print(f"run     before {before:.3f} ms, after {after:.3f} ms: x{before / after:.3f} "
           f"(medians of {args.repeat} interleaved runs" + ("; the same module twice, so this is the "
                                                            "machine's noise)" if unchanged else ")"))
-    diff = max(float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)), initial=0.0))
-               for a, b in zip(results["before"], results["after"]))
-    # random weights can give outputs of 1e10 (or 1e-10): the difference alone says little without that scale
-    scale = max((float(np.max(np.abs(a.astype(np.float64)), initial=0.0)) for a in results["before"]), default=0.0)
-    relative = f" ({diff / scale:.2g} of the output's largest magnitude, {scale:.3g})" if scale > 0 else ""
-    print(f"check   {len(results['after'])} outputs, max abs diff {diff:.3g}{relative}")
+    diffs = [float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)), initial=0.0))
+             for a, b in zip(results["before"], results["after"])]
+    # random weights can give outputs of 1e10 (or 1e-10): a difference says little without its output's scale
+    scales = [float(np.max(np.abs(a.astype(np.float64)), initial=0.0)) for a in results["before"]]
+    relative = [d / s for d, s in zip(diffs, scales) if s > 0]
+    of_scale = f" ({max(relative):.2g} of its output's largest magnitude, at most)" if relative else ""
+    print(f"check   {len(results['after'])} outputs, max abs diff {max(diffs, default=0.0):.3g}{of_scale}")
     return 0
 

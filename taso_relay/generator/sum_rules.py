@@ -45,6 +45,7 @@ _PER_CHANNEL = ["rank({0}) == 4", "dim({0}, 0) == 1", "dim({0}, 1) == dim(w1, 0)
                 "dim({0}, 3) == 1"]
 _EXAMPLE_VARS = {"p": [1, 0, 1, 2], "s": [1, 2], "d": [1, 1], "g": 2}
 _PROVENANCE = {"generator": "handwritten", "family": "sum-conv", "phase": "first"}
+_CONSTANTS_PROVENANCE = {"generator": "handwritten", "family": "add-consts", "phase": "first"}
 
 
 def sum_rules() -> list[dict]:
@@ -79,7 +80,7 @@ def _constants_rule(id_, constraint: str, example: dict) -> dict:
             "source": [node("a1", "add", ["x", "c1"]), node("s", "add", ["a1", "c2"])],
             "target": [node("c", "add", ["c1", "c2"]), node("t", "add", ["x", "c"])],
             "outputs": [["s", "t"]], "constraints": [constraint],
-            "example": {"inputs": {"x": [1, 4, 3, 3]} | example}, "provenance": _PROVENANCE}
+            "example": {"inputs": {"x": [1, 4, 3, 3]} | example}, "provenance": _CONSTANTS_PROVENANCE}
 
 
 def _rule(id_, attrs1, attrs2, summed_weights, constraints, example, example_vars, biases=("b1", "b2")) -> dict:
@@ -148,9 +149,11 @@ def _identity_rule(id_, batch_norm: bool) -> dict:
 def main(argv=None) -> int:
     return write_main(argv, __doc__.splitlines()[0], sum_rules, (
         "Two convs of one input, each with its bias added, summed: one conv on the summed weights, the biases summed "
-        "(conv is linear in its weights; padding, strides and dilation free but shared). The generated rule "
-        "conv(x, w1) + conv(x, w2) => conv(x, w1 + w2) is out of the search's reach once biases sit between "
-        "(taso_relay/generator/sum_rules.py). Proved like the generated ones (taso-relay rules verify)."))
+        "(conv is linear in its weights; padding, strides, dilation and groups free but shared); a block's identity "
+        "branch (the input, or its batch norm) joined as an identity kernel; constants added one after the other "
+        "added first. Together they turn RepVGG's, MobileOne's and RepViT's training-time blocks into their one-conv "
+        "form; first-phase rules: they only remove work (taso_relay/generator/sum_rules.py). Proved like the "
+        "generated ones (taso-relay rules verify)."))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -291,3 +292,15 @@ def test_latest_run_tables_state_the_geomean_of_their_rows():
             assert means == pytest.approx(ratios, abs=0.011), (heading, cells[0], means, ratios)
             geomeans += 1
         assert geomeans >= 1 and len(rows) >= 7, f"no geomean row, or too few models, under {heading!r}"
+
+
+def test_an_onnx_file_is_a_model_named_by_its_stem(tmp_path):
+    """`bench.run --models path/to/x.onnx` benchmarks a model nobody here wrote (a bench/corpus export)."""
+    from bench.harness import models
+
+    path = tmp_path / "timm_block.onnx"
+    onnx.save(_tiny_onnx(), str(path))
+    loaded = models.build_model(str(path))
+    assert [n.op_type for n in loaded.graph.node] == [n.op_type for n in _tiny_onnx().graph.node]
+    assert models.label(str(path)) == "timm_block" and models.label("resnet50") == "resnet50"
+    assert models.input_shape(loaded) == ("input", [1, 3, 8, 8], "float32")

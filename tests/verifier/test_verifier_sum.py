@@ -10,10 +10,10 @@ from taso_relay.verifier.prover import PROVED, REFUTED, prove_rule
 DOCS = shipped_docs("handwritten_sum")
 
 
-def test_the_five_forms_are_recorded_proved_and_prove_again():
+def test_the_seven_forms_are_recorded_proved_and_prove_again():
     """What default_rules() loads (the recorded verdict), and a fresh proof of each, its verdict cleared."""
-    assert sorted(DOCS) == ["h-sum-conv-bias", "h-sum-conv-bias-enlarge", "h-sum-conv-bias1",
-                            "h-sum-conv-bn-identity", "h-sum-conv-identity"]
+    assert sorted(DOCS) == ["h-add-consts-same", "h-add-consts-scalar", "h-sum-conv-bias", "h-sum-conv-bias-enlarge",
+                            "h-sum-conv-bias1", "h-sum-conv-bn-identity", "h-sum-conv-identity"]
     fresh = {rid: prove_rule(rule_from_dict(unverified(doc)), timeout=20) for rid, doc in DOCS.items()}
     assert {rid: doc["verification"]["status"] for rid, doc in DOCS.items()} == dict.fromkeys(DOCS, PROVED)
     assert {rid: v.status for rid, v in fresh.items()} == dict.fromkeys(DOCS, PROVED), \
@@ -57,9 +57,17 @@ def _identity_shift_dropped():
     return rule_from_dict(doc)
 
 
+def _constant_subtracted():
+    """The second constant subtracted instead of added."""
+    doc = unverified(DOCS["h-add-consts-same"], id="bad-add-consts-subtracted")
+    target_node(doc, "c")["op"] = "sub"
+    return rule_from_dict(doc)
+
+
 WRONG = [_one_weight_twice("h-sum-conv-bias"), _one_weight_twice("h-sum-conv-bias1"),
          _bias_dropped("h-sum-conv-bias"), _bias_dropped("h-sum-conv-bias-enlarge"),
-         _activation_kept("h-sum-conv-bias"), _identity_unscaled(), _identity_shift_dropped()]
+         _activation_kept("h-sum-conv-bias"), _identity_unscaled(), _identity_shift_dropped(),
+         _constant_subtracted()]
 
 
 @pytest.mark.parametrize("r", WRONG, ids=lambda r: r.id)

@@ -22,7 +22,7 @@ def bn(x, gamma="gamma", beta="beta", mean="mean", var="var", axis=1):
     return N("batch_norm", x, gamma, beta, mean, var, axis=axis, epsilon="?e")
 
 
-def _ones(shape: str):
+def _ones(shape: str | tuple):
     return N("constant", kind="ones", shape=shape)
 
 
@@ -61,8 +61,7 @@ AXIOMS = [
           doc="A per-output-channel factor (here a batch norm of ones) after a conv scales its "
               "kernels instead: output channel o reads kernel o only, for any groups."),
     axiom("conv_scaled_identity_kernel", "norm",
-          N("conv2d", "x", N("mul", identity_kernel(), bn(N("constant", kind="ones", shape=("?o", "?i", "?kh", "?kw")),
-                                                            axis=0)),
+          N("conv2d", "x", N("mul", identity_kernel(), bn(_ones(("?o", "?i", "?kh", "?kw")), axis=0)),
             **IDENTITY_CONV_ATTRS),
           N("mul", "x", scale("dim(x, 1)", beta="beta", mean="mean")),
           guard=IDENTITY_CONV_GUARD, shapes={"x": ("n", "c", "h", "w"), **{p: ("c",) for p in BN_PARAMS}},
