@@ -32,7 +32,7 @@ READMES = (REPO / "bench" / "README.md", REPO / "README.md")
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.split("\n")[0])
-    p.add_argument("--models", nargs="+", help="model names (default: all; --quick: a subset)")
+    p.add_argument("--models", nargs="+", help="model names or ONNX files (default: all; --quick: a subset)")
     p.add_argument("--quick", action="store_true",
                    help="quick variants of a subset of models, few rounds (< 10 min on 2 cores)")
     p.add_argument("--tune-trials", type=int, default=0,
@@ -127,6 +127,7 @@ def bench_model(name, args, target_dict, target, threads, run_id, options):
 
     t_model = time.perf_counter()
     onnx_model = models.build_model(name, quick=args.quick)
+    name = models.label(name)
     input_name, shape, dtype = models.input_shape(onnx_model)
     x = np.random.default_rng(0).standard_normal(shape).astype(dtype)
     entry = {"name": name, "quick": args.quick, "input_shape": shape, "input_dtype": dtype,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from pathlib import Path
 
 import onnx
 
@@ -43,10 +44,19 @@ def _has_module(name: str) -> bool:
 
 
 def build_model(name: str, quick: bool = False) -> onnx.ModelProto:
+    """The suite's model `name`, or an ONNX file named by its path (``*.onnx``: a model nobody here wrote,
+    e.g. a bench/corpus export; one static input, `quick` ignored)."""
+    if name.endswith(".onnx"):
+        return onnx.load(name)
     pkg = _package()
     if hasattr(pkg, "build") and getattr(pkg, "MODELS", None):
         return pkg.build(name, quick=quick)
     return importlib.import_module(f"bench.models.{name}").build(quick=quick)
+
+
+def label(name: str) -> str:
+    """How results name a model: an ONNX file by its stem."""
+    return Path(name).stem if name.endswith(".onnx") else name
 
 
 def input_shape(model: onnx.ModelProto) -> tuple[str, list[int], str]:
