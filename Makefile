@@ -28,12 +28,12 @@ bench: $(STAMP)
 bench-quick: $(STAMP)
 	$(PY) -m bench.run --quick
 
-# Models nobody here wrote (opt-in: about 1.5 GB of torch, torchvision and transformers in their own environment)
+# Models nobody here wrote (opt-in: about 1.5 GB of torch, torchvision, transformers and timm in their own environment)
 CORPUS_VENV := .venv-corpus
 corpus: $(STAMP)
 	test -x $(CORPUS_VENV)/bin/python || $(PYTHON) -m venv $(CORPUS_VENV)
-	$(CORPUS_VENV)/bin/python -m pip install -q torch torchvision transformers onnx onnxscript numpy
-	$(CORPUS_VENV)/bin/python -m bench.corpus.export_models vision hf dynamo more wider --out build/corpus
+	$(CORPUS_VENV)/bin/python -m pip install -q torch torchvision transformers timm onnx onnxscript numpy
+	$(CORPUS_VENV)/bin/python -m bench.corpus.export_models vision hf dynamo more wider reparam --out build/corpus
 	$(PY) -m bench.corpus.check_models build/corpus/*.onnx --json build/corpus/results.jsonl
 
 rules: $(STAMP)

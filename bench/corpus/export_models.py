@@ -188,9 +188,36 @@ def wider(out: Path) -> None:
     export(r2plus1d_18(weights=None), (torch.randn(1, 3, 8, 56, 56),), out / "r2plus1d_18.onnx")
 
 
+REPARAM = ["repvgg_a0", "mobileone_s0", "repvit_m0_9"]
+
+
+def reparam(out: Path) -> None:
+    """timm's re-parameterizable models in their training-time form, as created (their `reparameterize`
+    not called): RepVGG-A0, MobileOne-S0 (depthwise branches, over-parameterized four times) and RepViT-M0.9,
+    through the TorchScript exporter, and MobileOne-S0 through torch.export's (its batch norms left unfolded).
+    The batch norms get random running statistics and affine parameters, so folding them is seen in numbers."""
+    import timm
+    import torch
+
+    def randomized(model):
+        for mod in model.modules():
+            if isinstance(mod, torch.nn.BatchNorm2d):
+                mod.running_mean.uniform_(-0.5, 0.5)
+                mod.running_var.uniform_(0.5, 1.5)
+                torch.nn.init.uniform_(mod.weight, 0.5, 1.5)
+                torch.nn.init.uniform_(mod.bias, -0.2, 0.2)
+        return model
+
+    image = torch.randn(1, 3, 224, 224)
+    for name in REPARAM:
+        export(randomized(timm.create_model(name, pretrained=False)), (image,), out / f"timm_{name}.onnx")
+    export(randomized(timm.create_model("mobileone_s0", pretrained=False)), (image,),
+           out / "dynamo_timm_mobileone_s0.onnx", dynamo=True)
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("families", nargs="+", choices=("vision", "hf", "dynamo", "more", "wider"))
+    p.add_argument("families", nargs="+", choices=("vision", "hf", "dynamo", "more", "wider", "reparam"))
     p.add_argument("--out", type=Path, default=Path("build/corpus"))
     args = p.parse_args(argv)
     import torch
@@ -199,7 +226,8 @@ def main(argv=None) -> None:
     torch.manual_seed(0)
     args.out.mkdir(parents=True, exist_ok=True)
     for family in args.families:
-        {"vision": vision, "hf": hf, "dynamo": dynamo, "more": more, "wider": wider}[family](args.out)
+        {"vision": vision, "hf": hf, "dynamo": dynamo, "more": more, "wider": wider,
+         "reparam": reparam}[family](args.out)
 
 
 if __name__ == "__main__":
