@@ -26,8 +26,13 @@ the bias. Only for "same" convs of stride 1 with as many outputs as inputs:
     x + (conv(x, w) + b)             =>  conv(x, w + I) + b
     bn(x) + (conv(x, w) + b)         =>  conv(x, w + I * scale) + (b + shift)
 
+Two more add constants in turn first, (x + c1) + c2 => x + (c1 + c2), for a
+scalar c2 or one shaped as c1: timm's MobileOne starts its sum of branches from
+the number 0, which hides the first branch's bias from the rules above.
+
 After these, a block exported in its training-time form computes what its
-re-parameterized form computes, with one conv.
+re-parameterized form computes, with one conv. All are first-phase rules
+(search/first.py, applied in sweeps before the search): they only remove work.
 
     python -m taso_relay.generator.sum_rules --out rules/handwritten_sum.json
     taso-relay rules verify rules/handwritten_sum.json
