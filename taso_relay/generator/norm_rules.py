@@ -14,8 +14,16 @@ from __future__ import annotations
 from .handwritten import node as _node, write_main
 
 _CONV = {"strides": "?s", "padding": "?p", "dilation": "?d", "groups": "?g"}
-_BN = ["gamma", "beta", "mean", "var"]
+BN = ["gamma", "beta", "mean", "var"]  # a batch norm's parameters, as every rule here names them
 _PROOF = "axioms norm/bn_affine or norm/bn_affine_bias, then norm/conv_scale_weights"
+
+
+def shift_nodes(channels: str) -> list[dict]:
+    """Nodes computing `shift`, a batch norm's beta - mean * scale per channel, (1, C, 1, 1) for C =
+    `channels`: the batch norm of zeros, weights only (FoldConstant computes it)."""
+    return [_node("ones_c", "constant", [], kind="ones", shape=f"=(1, {channels}, 1, 1)"),
+            _node("zeros_c", "sub", ["ones_c", "ones_c"]),
+            _node("shift", "batch_norm", ["zeros_c"] + BN, axis=1, epsilon="?e")]
 
 
 def _fold(id_, with_bias: bool, doc: str) -> dict:
@@ -23,7 +31,7 @@ def _fold(id_, with_bias: bool, doc: str) -> dict:
     source = [_node("c", "conv2d", ["x", "w"], **_CONV)]
     if with_bias:
         source.append(_node("a", "add", ["c", "bias"]))
-    source.append(_node("bn", "batch_norm", [source[-1]["id"]] + _BN, axis=1, epsilon="?e"))
+    source.append(_node("bn", "batch_norm", [source[-1]["id"]] + BN, axis=1, epsilon="?e"))
     target = [
         _node("zero", "sub", ["mean", "mean"]),
         _node("ones_o", "constant", [], kind="ones", shape="=(dim(w, 0), 1, 1, 1)"),
@@ -33,14 +41,12 @@ def _fold(id_, with_bias: bool, doc: str) -> dict:
         _node("conv", "conv2d", ["x", "w_scaled"], **_CONV),
     ]
     if with_bias:  # the bias goes through the batch norm
-        target.append(_node("shift", "batch_norm", ["bias"] + _BN, axis=1, epsilon="?e"))
-    else:  # the batch norm of zeros: beta - mean * scale
-        target += [_node("ones_c", "constant", [], kind="ones", shape="=(1, dim(w, 0), 1, 1)"),
-                   _node("zeros_c", "sub", ["ones_c", "ones_c"]),
-                   _node("shift", "batch_norm", ["zeros_c"] + _BN, axis=1, epsilon="?e")]
+        target.append(_node("shift", "batch_norm", ["bias"] + BN, axis=1, epsilon="?e"))
+    else:
+        target += shift_nodes("dim(w, 0)")
     target.append(_node("out", "add", ["conv", "shift"]))
-    inputs = [("x", "any"), ("w", "weight")] + [(n, "weight") for n in _BN] + ([("bias", "weight")] * with_bias)
-    shapes = {"x": [1, 4, 8, 8], "w": [6, 2, 3, 3], **{n: [6] for n in _BN}}
+    inputs = [("x", "any"), ("w", "weight")] + [(n, "weight") for n in BN] + ([("bias", "weight")] * with_bias)
+    shapes = {"x": [1, 4, 8, 8], "w": [6, 2, 3, 3], **{n: [6] for n in BN}}
     if with_bias:
         shapes["bias"] = [1, 6, 1, 1]
     return {"id": id_, "inputs": [{"name": n, "kind": k} for n, k in inputs], "source": source, "target": target,

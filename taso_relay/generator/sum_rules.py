@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from .handwritten import node, write_main
 from .merge_rules import HALF, SMALLER_KERNEL_FITS
+from .norm_rules import BN, shift_nodes
 
 _SAME = {"padding": "?p", "strides": "?s", "dilation": "?d", "groups": "?g"}
 _WEIGHTS_AGREE = ["rank(x) == 4", "rank(w1) == 4", "rank(w2) == 4", "dim(w2, 0) == dim(w1, 0)",
@@ -54,7 +55,6 @@ _CONSTANTS_PROVENANCE = {"generator": "handwritten", "family": "add-consts", "ph
 
 
 def sum_rules() -> list[dict]:
-    same_size = _WEIGHTS_AGREE
     summed = [node("w", "add", ["w1", "w2"])]
     example = {"x": [1, 4, 7, 6], "w1": [6, 2, 3, 2], "w2": [6, 2, 3, 2]}
     # RepVGG's 3x3 and 1x1 branches: the smaller kernel zero-padded to the larger one's size
@@ -62,9 +62,9 @@ def sum_rules() -> list[dict]:
     fits = ["rank(x) == 4", "rank(w1) == 4", "rank(w2) == 4", "dim(w2, 0) == dim(w1, 0)",
             "dim(w2, 1) == dim(w1, 1)"] + SMALLER_KERNEL_FITS
     return [
-        _rule("h-sum-conv-bias", _SAME, _SAME, summed, same_size, example, _EXAMPLE_VARS),
+        _rule("h-sum-conv-bias", _SAME, _SAME, summed, _WEIGHTS_AGREE, example, _EXAMPLE_VARS),
         # one branch without a bias (a conv whose bias ONNX left out, beside one that has it)
-        _rule("h-sum-conv-bias1", _SAME, _SAME, summed, same_size, example, _EXAMPLE_VARS, biases=("b1",)),
+        _rule("h-sum-conv-bias1", _SAME, _SAME, summed, _WEIGHTS_AGREE, example, _EXAMPLE_VARS, biases=("b1",)),
         _rule("h-sum-conv-bias-enlarge", {"padding": HALF.format("w1"), "strides": "?s", "groups": "?g"},
               {"padding": HALF.format("w2"), "strides": "?s", "groups": "?g"}, enlarged, fits,
               {"x": [1, 4, 7, 6], "w1": [6, 2, 3, 5], "w2": [6, 2, 1, 3]}, {"s": [1, 2], "g": 2}),
@@ -109,9 +109,6 @@ def _rule(id_, attrs1, attrs2, summed_weights, constraints, example, example_var
             "provenance": _PROVENANCE}
 
 
-_BN = ["gamma", "beta", "mean", "var"]
-
-
 def _identity_rule(id_, batch_norm: bool) -> dict:
     """x + (conv(x, w1) + b1) => conv(x, w1 + I) + b1, or with bn(x) for x: I scaled by the batch norm's
     gamma / sqrt(var + eps) per output channel, its shift beta - mean * scale added to the bias (the batch
@@ -121,23 +118,20 @@ def _identity_rule(id_, batch_norm: bool) -> dict:
     kernel_shape = "=(dim(w1, 0), dim(w1, 1), dim(w1, 2), dim(w1, 3))"
     target = [node("i", "constant", [], kind="identity_conv", shape=kernel_shape)]
     if batch_norm:
-        source += [node("bn", "batch_norm", ["x"] + _BN, axis=1, epsilon="?e"), node("s", "add", ["bn", "a1"])]
+        source += [node("bn", "batch_norm", ["x"] + BN, axis=1, epsilon="?e"), node("s", "add", ["bn", "a1"])]
         target += [node("zero", "sub", ["mean", "mean"]),
                    # the scale over the whole kernel (a batch norm over axis 0 of ones of its shape): the product
                    # keeps the kernel's shape, which the proof needs
                    node("ones_w", "constant", [], kind="ones", shape=kernel_shape),
                    node("scale", "batch_norm", ["ones_w", "gamma", "zero", "zero", "var"], axis=0, epsilon="?e"),
                    node("si", "mul", ["i", "scale"]), node("w", "add", ["w1", "si"]),
-                   node("ones_c", "constant", [], kind="ones", shape="=(1, dim(w1, 0), 1, 1)"),
-                   node("zeros_c", "sub", ["ones_c", "ones_c"]),
-                   node("shift", "batch_norm", ["zeros_c"] + _BN, axis=1, epsilon="?e"),
-                   node("b", "add", ["b1", "shift"])]
+                   *shift_nodes("dim(w1, 0)"), node("b", "add", ["b1", "shift"])]
     else:
         source += [node("s", "add", ["x", "a1"])]
         target += [node("w", "add", ["w1", "i"])]
     target += [node("c", "conv2d", ["x", "w"], **conv), node("t", "add", ["c", "b" if batch_norm else "b1"])]
-    weights = ["w1", "b1"] + (_BN if batch_norm else [])
-    shapes = {"x": [1, 4, 5, 6], "w1": [4, 2, 3, 1], "b1": [1, 4, 1, 1]} | dict.fromkeys(_BN * batch_norm, [4])
+    weights = ["w1", "b1"] + (BN if batch_norm else [])
+    shapes = {"x": [1, 4, 5, 6], "w1": [4, 2, 3, 1], "b1": [1, 4, 1, 1]} | dict.fromkeys(BN * batch_norm, [4])
     return {"id": id_,
             "inputs": [{"name": "x", "kind": "any"}] + [{"name": n, "kind": "weight"} for n in weights],
             "source": source, "target": target, "outputs": [["s", "t"]],

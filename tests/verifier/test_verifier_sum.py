@@ -20,17 +20,10 @@ def test_the_seven_forms_are_recorded_proved_and_prove_again():
         {rid: v.reason for rid, v in fresh.items()}
 
 
-def _one_weight_twice(rid):
-    """The summed conv takes the first weight twice: right only where both weights are equal."""
-    doc = unverified(DOCS[rid], id=f"bad-{rid}-w1-twice")
-    target_node(doc, "w")["inputs"] = ["w1", "w1"]
-    return rule_from_dict(doc)
-
-
-def _bias_dropped(rid):
-    """The target adds the first bias only."""
-    doc = unverified(DOCS[rid], id=f"bad-{rid}-bias-dropped")
-    target_node(doc, "t")["inputs"] = ["c", "b1"]
+def _target_changed(rid, what, node_id, **fields):
+    """Rule `rid` with one node of its target changed (`fields` replaced): a planted mistake named `what`."""
+    doc = unverified(DOCS[rid], id=f"bad-{rid}-{what}")
+    target_node(doc, node_id).update(fields)
     return rule_from_dict(doc)
 
 
@@ -43,31 +36,20 @@ def _activation_kept(rid):
     return rule_from_dict(doc)
 
 
-def _identity_unscaled():
-    """The batch norm's scale left off the identity kernel (its shift still added)."""
-    doc = unverified(DOCS["h-sum-conv-bn-identity"], id="bad-bn-identity-unscaled")
-    target_node(doc, "w")["inputs"] = ["w1", "i"]
-    return rule_from_dict(doc)
-
-
-def _identity_shift_dropped():
-    """The batch norm's shift left out of the bias."""
-    doc = unverified(DOCS["h-sum-conv-bn-identity"], id="bad-bn-identity-shift-dropped")
-    target_node(doc, "t")["inputs"] = ["c", "b1"]
-    return rule_from_dict(doc)
-
-
-def _constant_subtracted():
-    """The second constant subtracted instead of added."""
-    doc = unverified(DOCS["h-add-consts-same"], id="bad-add-consts-subtracted")
-    target_node(doc, "c")["op"] = "sub"
-    return rule_from_dict(doc)
-
-
-WRONG = [_one_weight_twice("h-sum-conv-bias"), _one_weight_twice("h-sum-conv-bias1"),
-         _bias_dropped("h-sum-conv-bias"), _bias_dropped("h-sum-conv-bias-enlarge"),
-         _activation_kept("h-sum-conv-bias"), _identity_unscaled(), _identity_shift_dropped(),
-         _constant_subtracted()]
+WRONG = [
+    # the summed conv takes the first weight twice: right only where both weights are equal
+    _target_changed("h-sum-conv-bias", "w1-twice", "w", inputs=["w1", "w1"]),
+    _target_changed("h-sum-conv-bias1", "w1-twice", "w", inputs=["w1", "w1"]),
+    # the target adds the first bias only
+    _target_changed("h-sum-conv-bias", "bias-dropped", "t", inputs=["c", "b1"]),
+    _target_changed("h-sum-conv-bias-enlarge", "bias-dropped", "t", inputs=["c", "b1"]),
+    _activation_kept("h-sum-conv-bias"),
+    # the batch norm's scale left off the identity kernel (its shift still added), or its shift left out
+    _target_changed("h-sum-conv-bn-identity", "unscaled", "w", inputs=["w1", "i"]),
+    _target_changed("h-sum-conv-bn-identity", "shift-dropped", "t", inputs=["c", "b1"]),
+    # the second constant subtracted instead of added
+    _target_changed("h-add-consts-same", "subtracted", "c", op="sub"),
+]
 
 
 @pytest.mark.parametrize("r", WRONG, ids=lambda r: r.id)
