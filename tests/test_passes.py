@@ -722,3 +722,33 @@ def test_pass_reparameterizes_blocks_in_their_training_time_form(run_module, rng
     inputs = random_inputs(mod["main"].params, rng)
     for want, got in zip(run_module(mod, inputs), run_module(out, inputs)):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+def test_float16_blocks_are_reparameterized_as_their_float32_form_is(run_module, rng):
+    """A float16 export gets the same rewrites: the rules' constants (ones, identity kernels) take the matched
+    tensors' float type, not float32, which left float16 models unchanged. TVM 0.27 cannot compile the float16
+    original (its batch_norm legalizes to a float32 result), so the float32 original is the reference."""
+    from bridge_onnx_models import as_float16, reparam_blocks
+
+    from taso_relay.cost import FixedCost
+
+    model = reparam_blocks()
+    results = {}
+    for name, onnx_model in (("float32", model), ("float16", as_float16(model))):
+        mod = import_onnx(onnx_model)
+        taso = TASOPass(cost=FixedCost({"conv2d": 10.0}), time_limit=10, verify_speed=False)
+        results[name] = mod, taso(mod), taso.report["main"]
+    (mod32, _, report32), (_, out16, report16) = results["float32"], results["float16"]
+    assert report16.status == "optimized", report16.summary()
+    assert report16.ops_after == report32.ops_after and report16.ops_after["conv2d"] == 3, report16.ops_after
+    assert sorted(r.split(" ")[0] for r in report16.rewrites) == sorted(r.split(" ")[0] for r in report32.rewrites)
+    dtypes = set()
+    relax.analysis.post_order_visit(out16["main"], lambda e: dtypes.add(str(e.ty.dtype))
+                                    if isinstance(e, relax.Expr) and isinstance(e.ty, relax.TensorType) else None)
+    assert dtypes == {"float16"}, dtypes
+    inputs = random_inputs(mod32["main"].params, rng)
+    want = run_module(mod32, inputs)[0]
+    got = run_module(out16, [x.astype(np.float16) for x in inputs])[0]
+    assert got.dtype == np.float16
+    scale = float(np.abs(want).max())
+    assert scale > 1 and np.abs(got.astype(np.float64) - want).max() <= 1e-2 * scale  # float16's own rounding

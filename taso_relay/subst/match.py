@@ -543,11 +543,15 @@ def _scratch_type(target: TargetPlan, inputs, graph: Graph, ref: Ref):
 def _instantiate_target(rule: Rule, graph: Graph, inputs: Sequence[Ref], variables, shapes) -> TargetPlan | str:
     builder = GraphBuilder()
     bound = {}
+    dtypes = set()
     for pin, ref in zip(rule.inputs, inputs):
         t = graph.type_of(ref)
         bound[pin.name] = builder.input(pin.name, t.shape, t.dtype)
+        dtypes.add(t.dtype)
+    # the target's constants in the matched tensors' float type where they share one (float16 models)
+    constant_dtype = next(iter(dtypes)) if len(dtypes) == 1 and next(iter(dtypes)).startswith("float") else None
     try:
-        refs = rule.instantiate("target", builder, bound, variables, shapes)
+        refs = rule.instantiate("target", builder, bound, variables, shapes, constant_dtype)
         outs = tuple(_lookup(refs, r) for r in rule.side_outputs("target"))
     except (GraphError, expr.ExprError, IndexError, TypeError, ZeroDivisionError) as exc:
         return f"target does not instantiate here: {exc}"

@@ -114,11 +114,15 @@ class Rule:
 
     # ---- instantiation --------------------------------------------------
     def instantiate(self, which: str, builder: GraphBuilder, bound: Mapping[str, Ref],
-                    variables: Mapping[str, Any], shapes: Mapping[str, tuple] | None = None) -> dict[str, Ref]:
+                    variables: Mapping[str, Any], shapes: Mapping[str, tuple] | None = None,
+                    constant_dtype: str | None = None) -> dict[str, Ref]:
         """Add one side's nodes to `builder`; returns refs for every pattern name.
 
         `bound` maps pattern inputs to refs already in the builder. Expressions
         see the shapes of inputs and of the side's own nodes as they are built.
+        A constant whose rule gives no dtype takes `constant_dtype` (the matched
+        tensors' own, so a float16 model gets float16 kernels; the rules are
+        proven over reals, whatever the float type).
         Raises ShapeError (or expr.ExprError) when the side does not type-check.
         """
         refs: dict[str, Ref] = dict(bound)
@@ -128,6 +132,8 @@ class Rule:
         env = expr.Env(shapes, variables)
         for node in self.side(which):
             attrs = {k: expr.resolve(v, env) for k, v in node.attrs.items()}
+            if node.op == "constant" and constant_dtype is not None:
+                attrs.setdefault("dtype", constant_dtype)
             args = [_lookup(refs, r) for r in node.inputs]
             result = builder.op(node.op, *args, **attrs)
             outs = (result,) if isinstance(result, Ref) else result
@@ -151,7 +157,7 @@ class Rule:
             shape = tuple(input_shapes[pin.name])
             maker = b.weight if pin.kind == "weight" else b.input
             bound[pin.name] = maker(pin.name, shape, dtype)
-        refs = self.instantiate(which, b, bound, variables)
+        refs = self.instantiate(which, b, bound, variables, constant_dtype=dtype)
         return b.build([_lookup(refs, r) for r in self.side_outputs(which)])
 
     def constraints_hold(self, shapes: Mapping[str, tuple], variables: Mapping[str, Any]) -> tuple[bool, str]:

@@ -59,6 +59,20 @@ class Model:
 F32 = TensorProto.FLOAT
 
 
+def as_float16(model):
+    """The same model in float16, as `model.half()` exports it: float weights, inputs and outputs."""
+    model = type(model).FromString(model.SerializeToString())
+    graph = model.graph
+    for k, init in enumerate(graph.initializer):
+        if init.data_type == F32:
+            half = numpy_helper.to_array(init).astype(np.float16)
+            graph.initializer[k].CopyFrom(numpy_helper.from_array(half, init.name))
+    for value in list(graph.input) + list(graph.output):
+        if value.type.tensor_type.elem_type == F32:
+            value.type.tensor_type.elem_type = TensorProto.FLOAT16
+    return model
+
+
 def resnet_block(batch="1"):
     """conv-bn-relu-conv-bn + identity, relu: the residual unit of ResNet."""
     m = Model(1)
