@@ -41,6 +41,7 @@ COST_MODELS = ("analytic", "measured", "tuned")
 logger = logging.getLogger("taso_relay.passes")
 
 SKIPPED_ATTRS = ("Primitive", "Composite", "Codegen")  # fused or offloaded kernels: not ours to rewrite
+FAULTS = ("numeric", "build")  # refusals that are a rewrite's faults (warned); "speed" is the check's job
 
 
 @dataclass
@@ -49,7 +50,7 @@ class FunctionReport:
 
     name: str
     status: str = "unchanged"  # optimized | unchanged | rejected | skipped
-    rejected_by: str = ""  # "numeric" (results differ) or "speed" (not measured faster), when rejected
+    rejected_by: str = ""  # "numeric" (results differ), "build" (TVM cannot build it) or "speed", when rejected
     check: str = ""  # how the results were compared (region or whole function) and what was found
     speed: object = None  # guard.speed.SpeedCheck with verify_speed: the deciding (last) measurement
     speed_tried: list = field(default_factory=list)  # every SpeedCheck made, one per candidate tried
@@ -351,7 +352,7 @@ class TASOOptimizer:
                 if label == "first phase":
                     later = sorted({a.rule_id for a in report.search.applied[report.search.first_phase:]})
                     report.search.keep_first_phase()
-                    told = report.warnings if report.refused[0][1] == "numeric" else report.notes
+                    told = report.warnings if report.refused[0][1] in FAULTS else report.notes
                     told.append(f"taso_relay: the search's result for '{report.name}' {report.refused[0][2]} "
                                 f"(rules: {', '.join(later)}); kept the first phase's {len(report.search.applied)} "
                                 "rewrites")
@@ -396,6 +397,8 @@ class TASOOptimizer:
             report.speed_tried.append(check)
             if check.same_outputs is False:
                 return None, ("numeric", "computes different results when compiled")
+            if check.builds is not None and not check.builds[1]:
+                return None, ("build", "does not build with TVM")
             if not check.kept:
                 return None, ("speed", "is not measured faster")
         return rewritten, None
@@ -409,7 +412,7 @@ class TASOOptimizer:
         # is the speed check doing its job
         if len(report.refused) > 1:  # the search's result, then the first phase's: each its reason
             why = " and ".join(f"{reason} ({label})" for label, _, reason in report.refused)
-        told = report.warnings if any(r[1] == "numeric" for r in report.refused) else report.notes
+        told = report.warnings if any(r[1] in FAULTS for r in report.refused) else report.notes
         told.append(f"taso_relay: optimized '{report.name}' {why}{rules}; kept the original")
         return func
 
@@ -465,8 +468,12 @@ class TASOOptimizer:
         except Exception as exc:  # noqa: BLE001 - a function the VM cannot run as given: not measured
             check = SpeedCheck(lowering=lowering, note=f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
         check.min_gain = min_gain
-        if check.same_outputs is False:
-            check.kept = False
+        if check.same_outputs is False or (check.builds is not None and not check.builds[1]):
+            check.kept = False  # differs, or TVM cannot build it (where it can build the original, or neither)
+        elif check.builds == (False, True):
+            check.kept = not contested
+            report.warnings.append(f"taso_relay: {check.note}; the rewritten one builds" +
+                                   ("" if check.kept else ", but a contested rewrite is not kept unmeasured"))
         elif check.measured:
             check.kept = faster(check.before_rounds, check.after_rounds, min_gain)
         elif contested:

@@ -160,3 +160,50 @@ def _fold_rules():
     from taso_relay.subst import default_rules
 
     return [r for r in default_rules() if dict(r.provenance or {}).get("phase") == "first"]
+
+
+def builds_only(monkeypatch, wanted):
+    """TVM's build stand-in: raises for a module `wanted` refuses (given its count of batch_norm calls)."""
+    from taso_relay.cost import lowering
+
+    real = lowering.compile_module
+
+    def compile_module(mod, *args, **kwargs):
+        if not wanted(str(mod["main"]).count("R.nn.batch_norm(")):
+            raise TypeError("Binary operators must have the same datatype for both operands")
+        return real(mod, *args, **kwargs)
+
+    monkeypatch.setattr(lowering, "compile_module", compile_module)
+
+
+def test_a_rewrite_tvm_cannot_build_is_never_kept(resnet, monkeypatch):
+    """The original builds, neither candidate does (both fold the batch norms): the original is kept, and
+    the warning says why. Kept unmeasured, as before, such a rewrite gave the user a module TVM cannot build."""
+    builds_only(monkeypatch, lambda batch_norms: batch_norms > 0)
+    monkeypatch.setattr(TASOOptimizer, "optimize_graph", search_then(swap_add))
+    taso = TASOPass(cost=COST, verify_speed=True, speed_budget=0.05)
+    with pytest.warns(UserWarning, match=r"does not build with TVM \(search\) and does not build with TVM "
+                                         r"\(first phase\).*kept the original"):
+        out = taso(resnet)
+    tvm.ir.assert_structural_equal(out, resnet)
+    report = taso.report["main"]
+    assert report.status == "rejected" and report.rejected_by == "build"
+    assert [c.builds for c in report.speed_tried] == [(True, False), (True, False)]
+    assert "TVM cannot build the rewritten function: TypeError" in report.speed.to_text()
+
+
+def test_a_rewrite_that_builds_where_the_original_does_not_is_kept(resnet, monkeypatch, run_module, rng):
+    """TVM 0.27 builds no float16 batch_norm (it legalizes to a float32 result): a float16 model whose batch
+    norms the pass folds builds only rewritten. Nothing to time against: kept, with a warning that says so."""
+    builds_only(monkeypatch, lambda batch_norms: batch_norms == 0)
+    taso = TASOPass(cost=COST, verify_speed=True, speed_budget=0.05)
+    with pytest.warns(UserWarning, match=r"TVM cannot build the original function: TypeError.*the rewritten one "
+                                         r"builds"):
+        out = taso(resnet)
+    report = taso.report["main"]
+    assert report.status == "optimized" and report.kept == "search" and report.speed.builds == (False, True)
+    assert not report.speed.measured and "batch_norm" not in report.ops_after
+    inputs = random_inputs(resnet["main"].params, rng)
+    monkeypatch.undo()
+    for want, got in zip(run_module(resnet, inputs), run_module(out, inputs)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

@@ -215,9 +215,39 @@ def reparam(out: Path) -> None:
            out / "dynamo_timm_mobileone_s0.onnx", dynamo=True)
 
 
+def half(out: Path) -> None:
+    """float16 models (`model.half()`, float16 inputs), as users export them for GPUs: MobileOne-S0 and
+    RepVGG-A0 in their training-time form, whose batch norms are left for the pass to fold (TVM 0.27 builds
+    no float16 batch_norm: only the pass's result builds), ResNet-18 (the exporter folds its batch norms)
+    and BERT. Batch-norm scales in [0.2, 0.5]: with [0.5, 1.5] MobileOne's activations grow to 1e17,
+    past float16's range."""
+    import timm
+    import torch
+    import torchvision.models as models
+    import transformers as T
+
+    def randomized(model):
+        for mod in model.modules():
+            if isinstance(mod, torch.nn.BatchNorm2d):
+                mod.running_mean.uniform_(-0.5, 0.5)
+                mod.running_var.uniform_(0.5, 1.5)
+                torch.nn.init.uniform_(mod.weight, 0.2, 0.5)
+                torch.nn.init.uniform_(mod.bias, -0.2, 0.2)
+        return model.half()
+
+    image = torch.randn(1, 3, 224, 224).half()
+    for name in ("mobileone_s0", "repvgg_a0"):
+        export(randomized(timm.create_model(name, pretrained=False)), (image,), out / f"half_timm_{name}.onnx")
+    export(models.resnet18(weights=None).half(), (image,), out / "half_resnet18.onnx")
+    small = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128)
+    bert = T.BertModel(T.BertConfig(vocab_size=100, **small)).half()
+    export(first_output(bert, "input_ids"), (torch.randint(0, 100, (1, 16)),), out / "half_hf_bert.onnx",
+           input_names=["input_ids"])
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("families", nargs="+", choices=("vision", "hf", "dynamo", "more", "wider", "reparam"))
+    p.add_argument("families", nargs="+", choices=("vision", "hf", "dynamo", "more", "wider", "reparam", "half"))
     p.add_argument("--out", type=Path, default=Path("build/corpus"))
     args = p.parse_args(argv)
     import torch
@@ -227,7 +257,7 @@ def main(argv=None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     for family in args.families:
         {"vision": vision, "hf": hf, "dynamo": dynamo, "more": more, "wider": wider,
-         "reparam": reparam}[family](args.out)
+         "reparam": reparam, "half": half}[family](args.out)
 
 
 if __name__ == "__main__":
