@@ -4,7 +4,9 @@ The cost model predicts; this checks. Both modules are compiled with the
 lowering the cost model assumes (cost/lowering.py: "default", or "tuning"
 with the tuned model's schedules) and timed on the target in interleaved
 rounds, alternating which goes first, as bench/harness does: drift of a
-shared machine then hits both alike. The verdict compares medians.
+shared machine then hits both alike. The verdict compares medians. A side
+TVM cannot build is not timed: the caller never keeps a rewrite that does not
+build, and keeps one that builds where the original does not.
 """
 from __future__ import annotations
 
