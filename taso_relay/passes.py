@@ -360,8 +360,11 @@ class TASOOptimizer:
                 report.ops_after = _op_counts(candidate, imported.signature)
                 return rewritten
             report.refused.append((label, *refused))
-        if candidates[0][0] == CONTESTED:
-            return func  # the judge's verdict stands, confirmed by measurement: nothing to warn about
+        if candidates[0][0] == CONTESTED:  # the judge's verdict stands, confirmed by measurement
+            if refused[0] in FAULTS:  # but a fault found on the way is still the user's to know
+                report.warnings.append(f"taso_relay: the merges the judge refused for '{report.name}' "
+                                       f"{refused[1]}; kept the original")
+            return func
         return self._reject(report, func, *refused)
 
     def _candidates(self, graph: Graph, best: Graph, report: FunctionReport) -> list[tuple[str, Graph]]:
@@ -398,8 +401,11 @@ class TASOOptimizer:
             if check.same_outputs is False:
                 return None, ("numeric", "computes different results when compiled")
             if check.builds is not None and not check.builds[1]:
-                return None, ("build", "does not build with TVM")
+                neither = "" if check.builds[0] else " (nor does the original)"
+                return None, ("build", f"does not build or run with TVM{neither}")
             if not check.kept:
+                if check.builds == (False, True):
+                    return None, ("speed", "is not measured (TVM cannot build the original)")
                 return None, ("speed", "is not measured faster")
         return rewritten, None
 
@@ -464,15 +470,17 @@ class TASOOptimizer:
         min_gain = max(self.min_gain, CONTEST_GAIN) if contested else self.min_gain
         lowering, database = _lowering_of(self.cost_model(), self.lowering)
         try:
+            self._original_graph = (report.graph_before, report.signature)  # the reference, where TVM cannot build
             check = self._measure_speed(func, rewritten, mod, report.name, lowering, database)
         except Exception as exc:  # noqa: BLE001 - a function the VM cannot run as given: not measured
             check = SpeedCheck(lowering=lowering, note=f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
         check.min_gain = min_gain
         if check.same_outputs is False or (check.builds is not None and not check.builds[1]):
-            check.kept = False  # differs, or TVM cannot build it (where it can build the original, or neither)
+            check.kept = False  # differs, or TVM cannot build or run it (whether or not it can the original)
         elif check.builds == (False, True):
             check.kept = not contested
-            report.warnings.append(f"taso_relay: {check.note}; the rewritten one builds" +
+            compared = " and computes what the original graph does" if check.same_outputs else ""
+            report.warnings.append(f"taso_relay: {check.note}; the rewritten one builds{compared}" +
                                    ("" if check.kept else ", but a contested rewrite is not kept unmeasured"))
         elif check.measured:
             check.kept = faster(check.before_rounds, check.after_rounds, min_gain)
@@ -510,7 +518,9 @@ class TASOOptimizer:
         return take_compiled(self._compiled, mod, target, lowering, database)
 
     def _measure_speed(self, func, rewritten, mod, name: str, lowering: str, database):
-        """guard.speed.measure on the module before and after (tests replace this with fixed times)."""
+        """guard.speed.measure on the module before and after (tests replace this with fixed times). Where
+        TVM cannot build the original but can build the rewritten function, the rewritten one's outputs are
+        compared with the original graph's (self._original_graph) as the numpy interpreter computes them."""
         from .guard.speed import measure
 
         original = mod if _named_in(mod, name) else tvm.IRModule({name: func})
@@ -518,10 +528,19 @@ class TASOOptimizer:
         changed[name] = rewritten
         tune = getattr(self.cost_model(), "tune_modules", None)
         if callable(tune):  # a kernel the judge did not meet alone (fused otherwise) must not run unscheduled
-            database = tune([original, changed])
+            try:
+                database = tune([original, changed])
+            except Exception as exc:  # noqa: BLE001 - which of the two TVM cannot lower decides the verdict
+                database, builds = _tuned_alone(tune, original, changed)
+                if not builds[1]:
+                    from .guard.speed import SpeedCheck
+
+                    side = "either function" if builds == (False, False) else "the rewritten function"
+                    return SpeedCheck(lowering=lowering, builds=builds, note=f"TVM cannot lower {side} to tune "
+                                      f"it: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
         return measure(original, changed, name, self._speed_target(), lowering=lowering,
                        database=database, budget_s=self.speed_budget, seed=self.seed, close=_close,
-                       compiled=self._compiled)
+                       compiled=self._compiled, reference=_reference(*getattr(self, "_original_graph", (None, None))))
 
 
 CONTESTED = "contested merges"  # the candidate made of merges the judge refused (SearchReport.contested)
@@ -657,6 +676,48 @@ def _lowering_of(cost, default: str = "default") -> tuple[str, object]:
         lowering = "default"
     database = cost.database() if lowering == "tuning" and callable(getattr(cost, "database", None)) else None
     return lowering, database
+
+
+def _tuned_alone(tune, original, changed):
+    """(database, builds) after tuning the two modules together failed, each tuned alone: the database
+    (one the judge keeps, so it holds both) where the rewritten module tunes, else None."""
+    database, builds = None, []
+    for module in (original, changed):
+        try:
+            database = tune([module])
+            builds.append(True)
+        except Exception:  # noqa: BLE001 - this one is what TVM cannot lower
+            builds.append(False)
+    return database, tuple(builds)
+
+
+def _reference(graph: Graph | None, signature):
+    """The original graph's outputs, as the compiled function returns them, for its parameters' arrays
+    (numpy interpreter); None where it cannot say (an opaque call, an export the graph does not hold)."""
+    if graph is None or signature is None:
+        return None
+
+    def flat(result):
+        if isinstance(result, int):
+            return [result]
+        if isinstance(result, tuple):
+            return [i for r in result for i in flat(r)]
+        if hasattr(result, "index") and hasattr(signature, "exports"):  # an ExportRef: what the block exported
+            return flat(signature.exports[result.index].structure)
+        raise NotModelled(f"a result of the form {result!r}")
+
+    def outputs(arrays):
+        try:
+            order = flat(signature.result)
+            feeds = dict(zip(signature.input_names, arrays))
+            with np.errstate(all="ignore"), blas_on_free_cores():
+                values = evaluate(graph, feeds)
+            types = graph.output_types
+            return [np.asarray(values[i]).astype(types[i].dtype) for i in order]
+        except Exception:  # noqa: BLE001 - NotModelled, or anything the interpreter cannot run: no reference
+            return None
+
+    return outputs
 
 
 def _close(a: np.ndarray, b: np.ndarray) -> bool:

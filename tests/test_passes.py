@@ -726,8 +726,8 @@ def test_pass_reparameterizes_blocks_in_their_training_time_form(run_module, rng
 
 def test_float16_blocks_are_reparameterized_as_their_float32_form_is(run_module, rng):
     """A float16 export gets the same rewrites: the rules' constants (ones, identity kernels) take the matched
-    tensors' float type, not float32, which left float16 models unchanged. TVM 0.27 cannot compile the float16
-    original (its batch_norm legalizes to a float32 result), so the float32 original is the reference."""
+    tensors' float type, not float32, which left float16 models unchanged. TVM 0.27's default pipeline cannot
+    compile the float16 original (batch_norm legalizes to a float32 result): the float32 original is the reference."""
     from bridge_onnx_models import as_float16, reparam_blocks
 
     from taso_relay.cost import FixedCost

@@ -182,8 +182,8 @@ def test_a_rewrite_tvm_cannot_build_is_never_kept(resnet, monkeypatch):
     builds_only(monkeypatch, lambda batch_norms: batch_norms > 0)
     monkeypatch.setattr(TASOOptimizer, "optimize_graph", search_then(swap_add))
     taso = TASOPass(cost=COST, verify_speed=True, speed_budget=0.05)
-    with pytest.warns(UserWarning, match=r"does not build with TVM \(search\) and does not build with TVM "
-                                         r"\(first phase\).*kept the original"):
+    with pytest.warns(UserWarning, match=r"does not build or run with TVM \(search\) and does not build or run "
+                                         r"with TVM \(first phase\).*kept the original"):
         out = taso(resnet)
     tvm.ir.assert_structural_equal(out, resnet)
     report = taso.report["main"]
@@ -193,8 +193,8 @@ def test_a_rewrite_tvm_cannot_build_is_never_kept(resnet, monkeypatch):
 
 
 def test_a_rewrite_that_builds_where_the_original_does_not_is_kept(resnet, monkeypatch, run_module, rng):
-    """TVM 0.27 builds no float16 batch_norm (it legalizes to a float32 result): a float16 model whose batch
-    norms the pass folds builds only rewritten. Nothing to time against: kept, with a warning that says so."""
+    """TVM 0.27's default pipeline builds no float16 batch_norm (a float32 result): a float16 model whose
+    batch norms the pass folds builds only rewritten. Nothing to time against: kept, with a warning that says so."""
     builds_only(monkeypatch, lambda batch_norms: batch_norms == 0)
     taso = TASOPass(cost=COST, verify_speed=True, speed_budget=0.05)
     with pytest.warns(UserWarning, match=r"TVM cannot build the original function: TypeError.*the rewritten one "
@@ -203,7 +203,64 @@ def test_a_rewrite_that_builds_where_the_original_does_not_is_kept(resnet, monke
     report = taso.report["main"]
     assert report.status == "optimized" and report.kept == "search" and report.speed.builds == (False, True)
     assert not report.speed.measured and "batch_norm" not in report.ops_after
+    # nothing to time against, but its outputs are compared with the original graph's (numpy interpreter)
+    assert report.speed.same_outputs is True
+    assert any("computes what the original graph does" in w for w in report.warnings), report.warnings
     inputs = random_inputs(resnet["main"].params, rng)
     monkeypatch.undo()
     for want, got in zip(run_module(resnet, inputs), run_module(out, inputs)):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_rewrite_that_builds_where_the_original_does_not_but_computes_otherwise_is_refused(resnet, monkeypatch):
+    """check=False (no graph-level check): the compiled rewrite's outputs against the original graph's."""
+    builds_only(monkeypatch, lambda batch_norms: batch_norms == 0)
+    monkeypatch.setattr(TASOOptimizer, "optimize_graph", search_then(lambda g: replace_op(g, "relu", "sigmoid")))
+    taso = TASOPass(cost=COST, verify_speed=True, speed_budget=0.05, check=False)
+    with pytest.warns(UserWarning, match="computes different results when compiled"):
+        taso(resnet)
+    report = taso.report["main"]
+    assert report.speed_tried[0].builds == (False, True) and report.speed_tried[0].same_outputs is False
+    assert report.refused[0][:2] == ("search", "numeric")
+    # the first phase's folds alone build, and compute what the original graph does: kept
+    assert report.kept == "first phase" and report.speed_tried[1].same_outputs is True
+    assert "sigmoid" not in report.ops_after and "batch_norm" not in report.ops_after
+
+
+def test_a_rewrite_that_fails_when_run_is_never_kept(resnet, monkeypatch):
+    """It builds, and raises when run (every second run: the rewritten module's)."""
+    from taso_relay.bridge import execute
+
+    real, runs = execute.flatten, []
+
+    def flatten(value):
+        runs.append(value)
+        if len(runs) % 2 == 0:
+            raise RuntimeError("out of bounds")
+        return real(value)
+
+    monkeypatch.setattr(execute, "flatten", flatten)
+    monkeypatch.setattr(TASOOptimizer, "optimize_graph", search_then(swap_add))
+    taso = TASOPass(cost=COST, verify_speed=True, speed_budget=0.05)
+    with pytest.warns(UserWarning, match="does not build or run with TVM"):
+        out = taso(resnet)
+    tvm.ir.assert_structural_equal(out, resnet)
+    check = taso.report["main"].speed_tried[0]
+    assert check.builds == (True, False) and "the rewritten function TVM built fails when run" in check.note
+
+
+def test_a_rewrite_the_judge_cannot_lower_to_tune_is_never_kept(resnet, monkeypatch):
+    """A cost model that tunes before the speed check (the tuned judge) and fails on the rewritten module."""
+
+    class Tuning(FixedCost):
+        def tune_modules(self, mods):
+            if any("R.nn.batch_norm(" not in str(m["main"]) for m in mods):
+                raise TypeError("cannot lower")
+            return None
+
+    taso = TASOPass(cost=Tuning({"conv2d": 10.0, "batch_norm": 5.0}), verify_speed=True, speed_budget=0.05)
+    with pytest.warns(UserWarning, match="does not build or run with TVM"):
+        out = taso(resnet)
+    tvm.ir.assert_structural_equal(out, resnet)
+    check = taso.report["main"].speed_tried[0]
+    assert check.builds == (True, False) and "TVM cannot lower the rewritten function" in check.note

@@ -217,10 +217,10 @@ def reparam(out: Path) -> None:
 
 def half(out: Path) -> None:
     """float16 models (`model.half()`, float16 inputs), as users export them for GPUs: MobileOne-S0 and
-    RepVGG-A0 in their training-time form, whose batch norms are left for the pass to fold (TVM 0.27 builds
-    no float16 batch_norm: only the pass's result builds), ResNet-18 (the exporter folds its batch norms)
-    and BERT. Batch-norm scales in [0.2, 0.5]: with [0.5, 1.5] MobileOne's activations grow to 1e17,
-    past float16's range."""
+    RepVGG-A0 in their training-time form, whose batch norms are left for the pass to fold (TVM 0.27's
+    default pipeline builds no float16 batch_norm: only the pass's result builds), ResNet-18 (the
+    exporter folds its batch norms) and BERT. Batch-norm scales in [0.2, 0.5]: with [0.5, 1.5]
+    MobileOne's activations grow to 1e17, past float16's range."""
     import timm
     import torch
     import torchvision.models as models

@@ -8,9 +8,12 @@ bench/rulesets/README.md says how to fetch them). Per TASO rule: its source and 
 (tensat.py); whether they compute the same on random float64 inputs (a rule that does not was read
 wrongly, or is wrong); and how many rewrites by the shipped proven rules turn the source into the
 target: 0 (the same graph once the inputs of commutative operators are ordered), 1, or 2 (a graph one
-rewrite from each side is the same). Matches are taken wherever they fit, as a derivation may (the
-pass's own context checks, such as leaving weight-only subgraphs to FoldConstant, are a policy of the
-search, not of what the rules can derive). Prints one JSON line per rule and a summary.
+rewrite from each side is the same). A step from the target's side uses a shipped rule the other way
+round: the rules are proven equalities, but the search applies each in its own direction, so the
+records say which way ("forward": one rule from source to target). Matches are taken wherever they
+fit, as a derivation may (the pass's own context checks, such as leaving weight-only subgraphs to
+FoldConstant, are a policy of the search, not of what the rules can derive). Prints one JSON line per
+rule and a summary.
 """
 from __future__ import annotations
 
@@ -70,21 +73,23 @@ def one_step(graph: Graph, index) -> dict[str, str]:
     return found
 
 
-def derive(src: Graph, tgt: Graph, index) -> tuple[int | None, list[str]]:
-    """(steps, rule ids) of the shortest derivation of `tgt` from `src` found, at most two steps."""
+def derive(src: Graph, tgt: Graph, index) -> tuple[int | None, list[str], str]:
+    """(steps, rule ids, way) of the shortest derivation found, at most two steps. way: "same", "forward"
+    (source to target), "backward" (a rule rewrites the target into the source: an equality the shipped
+    rules hold, used the other way) or "meet" (one step from each side)."""
     start, goal = canonical(src), canonical(tgt)
     if start == goal:
-        return 0, []
+        return 0, [], "same"
     forward = one_step(src, index)
     if goal in forward:
-        return 1, [forward[goal]]
-    backward = one_step(tgt, index)  # the shipped rules come in both directions
+        return 1, [forward[goal]], "forward"
+    backward = one_step(tgt, index)
     if start in backward:
-        return 1, [backward[start]]
+        return 1, [backward[start]], "backward"
     for h, rid in forward.items():
         if h in backward:
-            return 2, [rid, backward[h]]
-    return None, []
+            return 2, [rid, backward[h]], "meet"
+    return None, [], ""
 
 
 def check(rule: TensatRule, index) -> dict:
@@ -95,8 +100,8 @@ def check(rule: TensatRule, index) -> dict:
         record["unreadable"] = str(exc)
         return record
     record["holds"] = same_numbers(src, tgt)
-    steps, by = derive(src, tgt, index)
-    record.update(steps=steps, by=by)
+    steps, by, way = derive(src, tgt, index)
+    record.update(steps=steps, by=by, way=way)
     return record
 
 
@@ -105,6 +110,7 @@ def summary(records: list[dict]) -> dict:
     steps = Counter(r["steps"] for r in read)
     return {"rules": len(records), "read": len(read), "hold": sum(r["holds"] for r in read),
             "same_graph": steps[0], "one_step": steps[1], "two_steps": steps[2], "not_derived": steps[None],
+            "one_step_forward": sum(r.get("way") == "forward" for r in read),
             "unreadable": Counter(r["unreadable"].split(":")[0] for r in records if "unreadable" in r)}
 
 

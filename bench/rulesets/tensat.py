@@ -43,6 +43,7 @@ class TensatRule:
     line: int  # first line of the rule in its file (1-based)
     text: str
     sides: tuple[tuple, tuple]  # (source terms, target terms): one term per output
+    error: str = ""  # why the text does not parse (graphs() raises it)
 
     @property
     def outputs(self) -> int:
@@ -83,16 +84,22 @@ def read_rules(text: str, multi: bool = False) -> list[TensatRule]:
     lines = [(k + 1, line.strip()) for k, line in enumerate(text.splitlines()) if line.strip()]
     step = 2 if multi else 1
     rules = []
-    for i in range(0, len(lines) - step + 1, step):
+    for i in range(0, len(lines), step):
         group = lines[i:i + step]
-        sides = ([], [])
-        for _n, line in group:
-            if line.count("=>") != 1:
-                raise Unreadable(f"line {_n}: expected one '=>' in '{line}'")
-            lhs, rhs = line.split("=>")
-            sides[0].append(parse_term(lhs))
-            sides[1].append(parse_term(rhs))
-        rules.append(TensatRule(group[0][0], " ; ".join(g[1] for g in group), (tuple(sides[0]), tuple(sides[1]))))
+        sides, error = ([], []), ""
+        try:
+            if len(group) < step:
+                raise Unreadable("a two-output rule's second line is missing (the file ends)")
+            for n, line in group:
+                if line.count("=>") != 1:
+                    raise Unreadable(f"line {n}: expected one '=>'")
+                lhs, rhs = line.split("=>")
+                sides[0].append(parse_term(lhs))
+                sides[1].append(parse_term(rhs))
+        except Unreadable as exc:
+            error = str(exc)
+        rules.append(TensatRule(group[0][0], " ; ".join(g[1] for g in group), (tuple(sides[0]), tuple(sides[1])),
+                                error))
     return rules
 
 
@@ -152,7 +159,9 @@ class _Builder:
     def _relu(self, x):
         return self.b.op("relu", self.term(x))
 
-    def _transpose(self, x, *_perm_shuffle):
+    def _transpose(self, x, *perm_shuffle):
+        if perm_shuffle:  # the newer (transpose X PERM SHUFFLE): its permutation codes are not read here
+            raise Unreadable("a transpose with a permutation code")
         ref = self.term(x)
         return self.b.op("transpose", ref, perm=tuple(reversed(range(len(self.shape(ref))))))
 
@@ -243,6 +252,8 @@ def graphs(rule: TensatRule) -> tuple[Graph, Graph]:
     """The rule's source and target at TASO's pool shapes; Unreadable if an operator or shape does not fit."""
     from taso_relay.graph.types import GraphError
 
+    if rule.error:
+        raise Unreadable(rule.error)
     try:
         return _Builder().build(rule.sides[0]), _Builder().build(rule.sides[1])
     except (GraphError, KeyError, IndexError, TypeError, ValueError) as exc:

@@ -43,7 +43,7 @@ class SpeedCheck:
     target_cores: int | None = None  # the target's num-cores, which the schedules were made for
     host_slowdown: float | None = None  # numpy's matmul and copy after the timing, against the best seen here
     note: str = ""  # why it was not measured
-    builds: tuple | None = None  # (original, rewritten): whether TVM built each (None: neither was tried)
+    builds: tuple | None = None  # (original, rewritten): whether TVM built and ran each (None: not tried)
 
     @property
     def measured(self) -> bool:
@@ -128,7 +128,7 @@ def sign_test_p(wins: int, n: int) -> float:
 
 def measure(original, rewritten, func: str, target, *, lowering: str = "default", database=None,
             budget_s: float = 10.0, min_rounds: int = 3, max_rounds: int = 60, round_s: float = 0.05,
-            seed: int = 0, close=None, compiled: dict | None = None) -> SpeedCheck:
+            seed: int = 0, close=None, compiled: dict | None = None, reference=None) -> SpeedCheck:
     """Compile both modules, check their outputs agree (with `close`), time `func` interleaved.
 
     The outputs are compared after compilation as well: a second numeric check, of what TVM
@@ -137,6 +137,8 @@ def measure(original, rewritten, func: str, target, *, lowering: str = "default"
     budget_s bounds the timing rounds (not the compilation); at least min_rounds run whatever it says.
     compiled: a dict kept by the caller across calls: executables by module hash (the original,
     measured against several candidates, is built once).
+    reference: the original's outputs for given input arrays, or None (what it cannot compute), for a
+    rewritten module that TVM builds where it cannot build the original.
     """
     import tvm
     from tvm import relax
@@ -158,21 +160,35 @@ def measure(original, rewritten, func: str, target, *, lowering: str = "default"
             executables.append(None)
             errors.append(f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
     check.compile_s = time.perf_counter() - start
-    check.builds = tuple(e is None for e in errors)
-    if not all(check.builds):
-        # TVM 0.27 builds no float16 batch_norm (legalized to a float32 result): a float16 model whose batch
-        # norms the rewrite folds builds only rewritten; a rewrite that TVM cannot build is never kept
-        side = "original" if errors[0] else "rewritten"
-        check.note = f"TVM cannot build the {side} function: {errors[0] or errors[1]}"
-        if errors[0] and errors[1]:
-            check.note = f"TVM cannot build either function: {errors[1]}"
-        return check
     device = device_of(target)
     params = original[func].params
     arrays = random_inputs(params, np.random.default_rng(seed), original[func])
     inputs = [tvm.runtime.tensor(np.asarray(x, order="C"), device) for x in arrays]
-    vms = [relax.VirtualMachine(ex, device) for ex in executables]
-    outs = [flatten(vm[func](*inputs)) for vm in vms]  # also the warm-up run
+    vms, outs = [None, None], [None, None]
+    for k, ex in enumerate(executables):
+        if ex is None:
+            continue
+        try:  # also the warm-up run
+            vms[k] = relax.VirtualMachine(ex, device)
+            outs[k] = flatten(vms[k][func](*inputs))
+        except Exception as exc:  # noqa: BLE001 - a build that fails when run counts as none
+            errors[k] = f"fails when run: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+    check.builds = tuple(e is None for e in errors)
+    if not all(check.builds):
+        # TVM 0.27's default pipeline legalizes a float16 batch_norm to a float32 result, which the next
+        # operator refuses: a float16 model whose batch norms the rewrite folds builds only rewritten. A
+        # rewrite TVM cannot build or run is never kept; one that builds where the original does not is
+        # compared with `reference` (the original's outputs as the numpy interpreter computes them)
+        check.note = "; ".join(f"the {name} function TVM built {e}" if e.startswith("fails when run") else
+                               f"TVM cannot build the {name} function: {e}"
+                               for name, e in zip(("original", "rewritten"), errors) if e)
+        if check.builds == (False, True) and reference is not None and close is not None:
+            want = reference(arrays)
+            if want is not None:
+                check.same_outputs = len(want) == len(outs[1]) and all(map(close, want, outs[1]))
+                if not check.same_outputs:
+                    check.note += "; the rewritten function's outputs differ from the original graph's"
+        return check
     if close is not None:
         check.same_outputs = len(outs[0]) == len(outs[1]) and all(map(close, *outs))
         if not check.same_outputs:

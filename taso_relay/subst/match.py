@@ -540,6 +540,9 @@ def _scratch_type(target: TargetPlan, inputs, graph: Graph, ref: Ref):
     return target.nodes[ref.node - target.n_inputs].types[ref.index]
 
 
+FLOATS = ("float16", "float32", "float64")  # what numpy builds constants in (not bfloat16 or float8)
+
+
 def _instantiate_target(rule: Rule, graph: Graph, inputs: Sequence[Ref], variables, shapes) -> TargetPlan | str:
     builder = GraphBuilder()
     bound = {}
@@ -549,7 +552,7 @@ def _instantiate_target(rule: Rule, graph: Graph, inputs: Sequence[Ref], variabl
         bound[pin.name] = builder.input(pin.name, t.shape, t.dtype)
         dtypes.add(t.dtype)
     # the target's constants in the matched tensors' float type where they share one (float16 models)
-    constant_dtype = next(iter(dtypes)) if len(dtypes) == 1 and next(iter(dtypes)).startswith("float") else None
+    constant_dtype = next(iter(dtypes)) if len(dtypes) == 1 and next(iter(dtypes)) in FLOATS else None
     try:
         refs = rule.instantiate("target", builder, bound, variables, shapes, constant_dtype)
         outs = tuple(_lookup(refs, r) for r in rule.side_outputs("target"))

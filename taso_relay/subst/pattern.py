@@ -155,6 +155,8 @@ def compile_node(pn, position: int, rule: Rule) -> CompiledNode:
             template = compile_template(pn.attrs[key])
         elif opdef.attrs[key] is REQUIRED:
             continue  # nothing to compare with: any value
+        elif pn.op == "constant" and key == "dtype":
+            continue  # any float type, as a target's constants take the matched tensors' (the types are checked)
         else:
             template = (LIT, freeze(opdef.attrs[key]))
         attrs.append((key, slots[key], template))

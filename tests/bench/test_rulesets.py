@@ -45,8 +45,19 @@ def test_a_split_is_cut_where_its_concat_joined():
     assert split["axis"] == 1 and split["sizes"] == (4, 4)
 
 
+def test_a_line_that_does_not_parse_is_one_unreadable_rule():
+    rules = read_rules("(relu ?input_1=>?input_1\n(relu (relu ?input_1))=>(relu ?input_1)\n(relu ?input_7)")
+    assert [bool(r.error) for r in rules] == [True, False, True]
+    with pytest.raises(Unreadable):
+        graphs(rules[0])
+    assert graphs(rules[1])[0].output_types[0].shape == (2, 4)
+    odd = read_rules("(relu ?input_1)=>(relu ?input_1)", multi=True)
+    assert len(odd) == 1 and "second line" in odd[0].error
+
+
 def test_unknown_operators_and_bad_shapes_are_unreadable():
-    bad_op, bad_shape = read_rules("(frobnicate ?input_1)=>?input_1\n(ewadd ?input_1 ?input_7)=>(ewadd ?input_7 ?input_1)")
+    bad_op, bad_shape = read_rules("(frobnicate ?input_1)=>?input_1\n"
+                                   "(ewadd ?input_1 ?input_7)=>(ewadd ?input_7 ?input_1)")
     for rule in (bad_op, bad_shape):
         with pytest.raises(Unreadable):
             graphs(rule)

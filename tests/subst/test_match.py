@@ -215,3 +215,23 @@ def test_a_pattern_in_parts_matches_nearby_places_only():
     assert sorted(m.nodes for m in found) == [(relus[0], relus[1]), (relus[1], relus[0])]
     assert "no relu within 3 edges" in match_at(RELU_PAIR, g, relus[2]).reason
     assert len(Matcher(RELU_PAIR, gap=8).find(g)) == 6  # every ordered pair, given room
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_a_rule_that_consumes_a_constant_matches_it_in_the_graphs_float_type(dtype):
+    """matmul(mul(I, s), w) => mul(w, s): a float16 graph's identity matrix (made by an earlier rewrite in
+    float16) is matched as a float32 one is; the rewrite keeps the float type."""
+    from taso_relay.subst import default_rules
+    from taso_relay.subst.apply import apply
+
+    shipped = next(r for r in default_rules() if r.id == "t3-804059b6")
+    b = GraphBuilder()
+    s, w = b.weight("s", (), dtype), b.weight("w", (4, 6), dtype)
+    x = b.input("x", (4, 4), dtype)
+    eye = b.op("constant", kind="identity_matrix", shape=(4, 4), dtype=dtype)
+    out = b.op("add", b.op("matmul", b.op("mul", eye, s), w), b.op("matmul", x, w))
+    graph = b.build([out])
+    found = Matcher(shipped).find(graph)
+    assert len(found) == 1
+    after = apply(graph, found[0], check=False).graph  # weights only: the pass would leave it to FoldConstant
+    assert "constant" not in [n.op for n in after.nodes] and after.output_types == graph.output_types
