@@ -116,7 +116,9 @@ class _Emitter:
             expr = recall_opaque(record, args)
             return self._bind(i, expr, len(node.types), record.tgi, tuple_result=_is_tuple(record.call))
         types = [self.graph.type_of(r) for r in node.inputs]
-        if node.op == "batch_norm" and self.weight_only[i]:  # before any recorded call of the same form
+        if node.op == "batch_norm" and (self.weight_only[i] or types[0].dtype == "float16"):
+            # before any recorded call of the same form: TVM 0.27's default pipeline legalizes a float16
+            # batch_norm to a float32 result, which the next operator refuses; its arithmetic builds
             return [_batch_norm_arithmetic(self.bb, a, args, types)]
         record = self.graph.payloads.get(template_key(node.op, node.attrs, types))
         if isinstance(record, CallRecord):
@@ -206,7 +208,7 @@ def _frontier(graph: Graph, known: dict) -> dict:
 
 
 def _batch_norm_arithmetic(bb, attrs: dict, args: list, types: list):
-    """A batch norm of weights as the arithmetic DecomposeOpsForInference makes of it.
+    """A batch norm of weights (or of float16 activations) as the arithmetic DecomposeOpsForInference makes of it.
 
     A batch_norm call returns a tuple: FoldConstant folds the call but not the item
     taken from the folded tuple, so whatever uses the item (a conv kernel scaled by it,
