@@ -402,7 +402,7 @@ class TASOOptimizer:
                 return None, ("numeric", "computes different results when compiled")
             if check.builds is not None and not check.builds[1]:
                 neither = "" if check.builds[0] else " (nor does the original)"
-                return None, ("build", f"does not build or run with TVM{neither}")
+                return None, ("build", f"does not build, tune or run with TVM{neither}")
             if not check.kept:
                 if check.builds == (False, True):
                     return None, ("speed", "is not measured (TVM cannot build the original)")
@@ -479,7 +479,8 @@ class TASOOptimizer:
             check.kept = False  # differs, or TVM cannot build or run it (whether or not it can the original)
         elif check.builds == (False, True):
             check.kept = not contested
-            compared = " and computes what the original graph does" if check.same_outputs else ""
+            compared = (" and computes what the original graph does" if check.same_outputs else
+                        " (its outputs not compared: the numpy interpreter cannot run the original graph)")
             report.warnings.append(f"taso_relay: {check.note}; the rewritten one builds{compared}" +
                                    ("" if check.kept else ", but a contested rewrite is not kept unmeasured"))
         elif check.measured:
@@ -536,8 +537,8 @@ class TASOOptimizer:
                     from .guard.speed import SpeedCheck
 
                     side = "either function" if builds == (False, False) else "the rewritten function"
-                    return SpeedCheck(lowering=lowering, builds=builds, note=f"TVM cannot lower {side} to tune "
-                                      f"it: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+                    return SpeedCheck(lowering=lowering, builds=builds, note=f"TVM cannot lower or tune {side}: "
+                                      f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
         return measure(original, changed, name, self._speed_target(), lowering=lowering,
                        database=database, budget_s=self.speed_budget, seed=self.seed, close=_close,
                        compiled=self._compiled, reference=_reference(*getattr(self, "_original_graph", (None, None))))
@@ -679,8 +680,9 @@ def _lowering_of(cost, default: str = "default") -> tuple[str, object]:
 
 
 def _tuned_alone(tune, original, changed):
-    """(database, builds) after tuning the two modules together failed, each tuned alone: the database
-    (one the judge keeps, so it holds both) where the rewritten module tunes, else None."""
+    """(database, builds) after tuning the two modules together failed, each tuned alone: the judge's one
+    database (it holds what either tuned). A failure here may be MetaSchedule's rather than a lowering's;
+    either way the side that fails is not kept unmeasured."""
     database, builds = None, []
     for module in (original, changed):
         try:

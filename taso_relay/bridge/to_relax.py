@@ -118,7 +118,7 @@ class _Emitter:
         types = [self.graph.type_of(r) for r in node.inputs]
         if node.op == "batch_norm" and (self.weight_only[i] or types[0].dtype == "float16"):
             # before any recorded call of the same form: TVM 0.27's default pipeline legalizes a float16
-            # batch_norm to a float32 result, which the next operator refuses; its arithmetic builds
+            # batch_norm to a float32 result, which a following concat or binary op refuses; arithmetic builds
             return [_batch_norm_arithmetic(self.bb, a, args, types)]
         record = self.graph.payloads.get(template_key(node.op, node.attrs, types))
         if isinstance(record, CallRecord):

@@ -156,7 +156,7 @@ def compile_node(pn, position: int, rule: Rule) -> CompiledNode:
         elif opdef.attrs[key] is REQUIRED:
             continue  # nothing to compare with: any value
         elif pn.op == "constant" and key == "dtype":
-            continue  # any float type, as a target's constants take the matched tensors' (the types are checked)
+            continue  # any dtype: a target's constants take the matched tensors' float type (types are checked)
         else:
             template = (LIT, freeze(opdef.attrs[key]))
         attrs.append((key, slots[key], template))
