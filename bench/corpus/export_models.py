@@ -19,6 +19,23 @@ VISION = ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "
           "swin_t", "efficientnet_v2_s", "regnet_x_400mf", "alexnet"]
 
 
+SMALL = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128)  # transformers
+
+
+def randomized_batch_norms(model, scales=(0.5, 1.5)):
+    """Random running statistics and affine parameters for every BatchNorm2d, so that folding them shows in
+    the numbers (a fresh model's are 0 and 1); `scales` bounds the affine scale."""
+    import torch
+
+    for mod in model.modules():
+        if isinstance(mod, torch.nn.BatchNorm2d):
+            mod.running_mean.uniform_(-0.5, 0.5)
+            mod.running_var.uniform_(0.5, 1.5)
+            torch.nn.init.uniform_(mod.weight, *scales)
+            torch.nn.init.uniform_(mod.bias, -0.2, 0.2)
+    return model
+
+
 def export(model, args, path: Path, dynamo: bool = False, **kwargs) -> None:
     """torch.onnx.export at opset 17 (the TorchScript exporter) or, with dynamo, 18 (torch.export's)."""
     import torch
@@ -76,19 +93,18 @@ def hf(out: Path) -> None:
     import torch
     import transformers as T
 
-    small = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128)
     text = {
-        "hf_bert": T.BertModel(T.BertConfig(vocab_size=100, **small)),
+        "hf_bert": T.BertModel(T.BertConfig(vocab_size=100, **SMALL)),
         "hf_gpt2": T.GPT2Model(T.GPT2Config(vocab_size=100, n_embd=64, n_layer=2, n_head=4)),
         "hf_distilbert": T.DistilBertModel(T.DistilBertConfig(vocab_size=100, dim=64, n_layers=2, n_heads=4,
                                                                hidden_dim=128)),
-        "hf_roberta": T.RobertaModel(T.RobertaConfig(vocab_size=100, **small)),
-        "hf_albert": T.AlbertModel(T.AlbertConfig(vocab_size=100, embedding_size=32, **small)),
+        "hf_roberta": T.RobertaModel(T.RobertaConfig(vocab_size=100, **SMALL)),
+        "hf_albert": T.AlbertModel(T.AlbertConfig(vocab_size=100, embedding_size=32, **SMALL)),
     }
     ids = torch.randint(0, 100, (1, 16))
     for name, model in text.items():
         export(first_output(model, "input_ids"), (ids,), out / f"{name}.onnx", input_names=["input_ids"])
-    vit = T.ViTModel(T.ViTConfig(image_size=32, patch_size=8, **small))
+    vit = T.ViTModel(T.ViTConfig(image_size=32, patch_size=8, **SMALL))
     export(first_output(vit, "pixel_values"), (torch.randn(1, 3, 32, 32),), out / "hf_vit.onnx")
 
 
@@ -103,11 +119,10 @@ def dynamo(out: Path) -> None:
     for name in ("resnet18", "mobilenet_v3_small", "swin_t", "convnext_tiny"):
         export(getattr(models, name)(weights=None), (image,), out / f"dynamo_{name}.onnx", dynamo=True)
     ids = torch.randint(0, 100, (1, 16))
-    small = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128)
-    bert = T.BertModel(T.BertConfig(vocab_size=100, **small))
+    bert = T.BertModel(T.BertConfig(vocab_size=100, **SMALL))
     export(first_output(bert, "input_ids"), (ids,), out / "dynamo_hf_bert.onnx", dynamo=True,
            input_names=["input_ids"])
-    llama = T.LlamaModel(T.LlamaConfig(vocab_size=100, num_key_value_heads=2, use_cache=False, **small))
+    llama = T.LlamaModel(T.LlamaConfig(vocab_size=100, num_key_value_heads=2, use_cache=False, **SMALL))
     export(first_output(llama, "input_ids"), (ids,), out / "dynamo_hf_llama.onnx", dynamo=True,
            input_names=["input_ids"])
 
@@ -125,9 +140,8 @@ def more(out: Path) -> None:
     export(deeplabv3_mobilenet_v3_large(weights=None, weights_backbone=None, aux_loss=False),
            (torch.randn(1, 3, 128, 128),), out / "deeplabv3_mobilenet.onnx")
     export(models.maxvit_t(weights=None), (torch.randn(1, 3, 224, 224),), out / "maxvit_t.onnx")
-    small = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128)
     w2v = T.Wav2Vec2Model(T.Wav2Vec2Config(conv_dim=(32, 32, 32), conv_stride=(5, 2, 2), conv_kernel=(10, 3, 3),
-                                           num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4, **small))
+                                           num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4, **SMALL))
     export(first_output(w2v, "input_values"), (torch.randn(1, 1600),), out / "hf_wav2vec2.onnx")
     whisper = T.WhisperModel(T.WhisperConfig(vocab_size=100, d_model=64, encoder_layers=2, decoder_layers=2,
                                              encoder_attention_heads=4, decoder_attention_heads=4,
@@ -153,23 +167,22 @@ def wider(out: Path) -> None:
     import transformers as T
     from torchvision.models.video import r2plus1d_18
 
-    small = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128)
     ids = torch.randint(0, 100, (1, 16))
     deberta = T.DebertaV2Model(T.DebertaV2Config(vocab_size=100, relative_attention=True, pos_att_type=["p2c", "c2p"],
-                                                 max_relative_positions=32, position_buckets=8, **small))
-    clip_text = T.CLIPTextModel(T.CLIPTextConfig(vocab_size=100, max_position_embeddings=32, **small))
+                                                 max_relative_positions=32, position_buckets=8, **SMALL))
+    clip_text = T.CLIPTextModel(T.CLIPTextConfig(vocab_size=100, max_position_embeddings=32, **SMALL))
     bart = T.BartModel(T.BartConfig(vocab_size=100, d_model=64, encoder_layers=2, decoder_layers=2,
                                     encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128,
                                     decoder_ffn_dim=128, max_position_embeddings=32))
     for name, model in (("hf_deberta_v2", deberta), ("hf_clip_text", clip_text), ("hf_bart_encoder", bart.encoder)):
         export(first_output(model, "input_ids"), (ids,), out / f"{name}.onnx", input_names=["input_ids"])
-    qwen2 = T.Qwen2Model(T.Qwen2Config(vocab_size=100, num_key_value_heads=2, use_cache=False, **small))
-    phi = T.PhiModel(T.PhiConfig(vocab_size=100, partial_rotary_factor=0.5, use_cache=False, **small))
+    qwen2 = T.Qwen2Model(T.Qwen2Config(vocab_size=100, num_key_value_heads=2, use_cache=False, **SMALL))
+    phi = T.PhiModel(T.PhiConfig(vocab_size=100, partial_rotary_factor=0.5, use_cache=False, **SMALL))
     for name, model in (("dynamo_hf_qwen2", qwen2), ("dynamo_hf_phi", phi)):
         export(first_output(model, "input_ids"), (ids,), out / f"{name}.onnx", dynamo=True, input_names=["input_ids"])
     images = {
-        "hf_clip_vision": (T.CLIPVisionModel(T.CLIPVisionConfig(image_size=32, patch_size=8, **small)), 32),
-        "hf_beit": (T.BeitModel(T.BeitConfig(image_size=32, patch_size=8, use_relative_position_bias=True, **small)),
+        "hf_clip_vision": (T.CLIPVisionModel(T.CLIPVisionConfig(image_size=32, patch_size=8, **SMALL)), 32),
+        "hf_beit": (T.BeitModel(T.BeitConfig(image_size=32, patch_size=8, use_relative_position_bias=True, **SMALL)),
                     32),
         "hf_mobilevit": (T.MobileViTModel(T.MobileViTConfig(image_size=64, hidden_sizes=[32, 48, 64],
                                                             neck_hidden_sizes=[8, 16, 24, 32, 40, 48, 64],
@@ -199,19 +212,10 @@ def reparam(out: Path) -> None:
     import timm
     import torch
 
-    def randomized(model):
-        for mod in model.modules():
-            if isinstance(mod, torch.nn.BatchNorm2d):
-                mod.running_mean.uniform_(-0.5, 0.5)
-                mod.running_var.uniform_(0.5, 1.5)
-                torch.nn.init.uniform_(mod.weight, 0.5, 1.5)
-                torch.nn.init.uniform_(mod.bias, -0.2, 0.2)
-        return model
-
     image = torch.randn(1, 3, 224, 224)
     for name in REPARAM:
-        export(randomized(timm.create_model(name, pretrained=False)), (image,), out / f"timm_{name}.onnx")
-    export(randomized(timm.create_model("mobileone_s0", pretrained=False)), (image,),
+        export(randomized_batch_norms(timm.create_model(name, pretrained=False)), (image,), out / f"timm_{name}.onnx")
+    export(randomized_batch_norms(timm.create_model("mobileone_s0", pretrained=False)), (image,),
            out / "dynamo_timm_mobileone_s0.onnx", dynamo=True)
 
 
@@ -226,21 +230,12 @@ def half(out: Path) -> None:
     import torchvision.models as models
     import transformers as T
 
-    def randomized(model):
-        for mod in model.modules():
-            if isinstance(mod, torch.nn.BatchNorm2d):
-                mod.running_mean.uniform_(-0.5, 0.5)
-                mod.running_var.uniform_(0.5, 1.5)
-                torch.nn.init.uniform_(mod.weight, 0.2, 0.5)
-                torch.nn.init.uniform_(mod.bias, -0.2, 0.2)
-        return model.half()
-
     image = torch.randn(1, 3, 224, 224).half()
     for name in ("mobileone_s0", "repvgg_a0"):
-        export(randomized(timm.create_model(name, pretrained=False)), (image,), out / f"half_timm_{name}.onnx")
+        model = randomized_batch_norms(timm.create_model(name, pretrained=False), scales=(0.2, 0.5)).half()
+        export(model, (image,), out / f"half_timm_{name}.onnx")
     export(models.resnet18(weights=None).half(), (image,), out / "half_resnet18.onnx")
-    small = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128)
-    bert = T.BertModel(T.BertConfig(vocab_size=100, **small)).half()
+    bert = T.BertModel(T.BertConfig(vocab_size=100, **SMALL)).half()
     export(first_output(bert, "input_ids"), (torch.randint(0, 100, (1, 16)),), out / "half_hf_bert.onnx",
            input_names=["input_ids"])
 
