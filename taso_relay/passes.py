@@ -49,7 +49,7 @@ class FunctionReport:
     """What the pass did to one function."""
 
     name: str
-    status: str = "unchanged"  # optimized | unchanged | rejected | skipped
+    status: str = "unchanged"  # optimized | unchanged | rejected | skipped | re-emitted (see _reemitted)
     rejected_by: str = ""  # "numeric" (results differ), "build" (TVM cannot build it) or "speed", when rejected
     check: str = ""  # how the results were compared (region or whole function) and what was found
     speed: object = None  # guard.speed.SpeedCheck with verify_speed: the deciding (last) measurement
@@ -360,6 +360,9 @@ class TASOOptimizer:
                 report.ops_after = _op_counts(candidate, imported.signature)
                 return rewritten
             report.refused.append((label, *refused))
+        reemitted = self._reemitted(report, imported)
+        if reemitted is not None:
+            return reemitted
         if candidates[0][0] == CONTESTED:  # the judge's verdict stands, confirmed by measurement
             if refused[0] in FAULTS:  # but a fault found on the way is still the user's to know
                 report.warnings.append(f"taso_relay: the merges the judge refused for '{report.name}' "
@@ -406,6 +409,8 @@ class TASOOptimizer:
             if not check.kept:
                 if check.builds == (False, True):
                     return None, ("speed", "is not measured (TVM cannot build the original)")
+                if check.baseline:
+                    return None, ("speed", "is not measured faster than the original re-emitted")
                 return None, ("speed", "is not measured faster")
         return rewritten, None
 
@@ -485,6 +490,9 @@ class TASOOptimizer:
                                    ("" if check.kept else ", but a contested rewrite is not kept unmeasured"))
         elif check.measured:
             check.kept = faster(check.before_rounds, check.after_rounds, min_gain)
+            if check.baseline and check.kept:
+                report.warnings.append(f"taso_relay: {check.note}; the rewritten one builds, computes what the "
+                                       "original re-emitted from its graph does, and runs faster than it")
         elif contested:
             check.kept = False
         else:
@@ -519,15 +527,21 @@ class TASOOptimizer:
         return take_compiled(self._compiled, mod, target, lowering, database)
 
     def _measure_speed(self, func, rewritten, mod, name: str, lowering: str, database):
-        """guard.speed.measure on the module before and after (tests replace this with fixed times). Where
-        TVM cannot build the original but can build the rewritten function, the rewritten one's outputs are
-        compared with the original graph's (self._original_graph) as the numpy interpreter computes them."""
+        """guard.speed.measure on the module before and after (tests replace this with fixed times).
+
+        Where TVM cannot build the original but can build the rewritten function, the rewrite is timed
+        and compared against the original re-emitted from its graph (self._original_graph), which builds
+        where TVM's trouble was how the importer wrote it (a float16 batch norm: TVM 0.27's default
+        pipeline cannot build it, its arithmetic builds); where that does not build either, its outputs
+        are compared with the original graph's as the numpy interpreter computes them."""
         from .guard.speed import measure
 
         original = mod if _named_in(mod, name) else tvm.IRModule({name: func})
         changed = original.clone()
         changed[name] = rewritten
         tune = getattr(self.cost_model(), "tune_modules", None)
+        timed = functools.partial(measure, func=name, target=self._speed_target(), lowering=lowering,
+                                  budget_s=self.speed_budget, seed=self.seed, close=_close, compiled=self._compiled)
         if callable(tune):  # a kernel the judge did not meet alone (fused otherwise) must not run unscheduled
             try:
                 database = tune([original, changed])
@@ -539,9 +553,48 @@ class TASOOptimizer:
                     side = "either function" if builds == (False, False) else "the rewritten function"
                     return SpeedCheck(lowering=lowering, builds=builds, note=f"TVM cannot lower or tune {side}: "
                                       f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
-        return measure(original, changed, name, self._speed_target(), lowering=lowering,
-                       database=database, budget_s=self.speed_budget, seed=self.seed, close=_close,
-                       compiled=self._compiled, reference=_reference(*getattr(self, "_original_graph", (None, None))))
+        check = timed(original, changed, database=database, run_alone=False)
+        if check.builds != (False, True):
+            return check
+        graph, signature = getattr(self, "_original_graph", (None, None))
+        against = self._against_reemitted(original, changed, name, graph, signature, timed, tune, database)
+        if against is not None:
+            against.note = "; ".join(filter(None, (check.note, against.note)))
+            return against
+        return timed(original, changed, database=database, reference=_reference(graph, signature))
+
+    @staticmethod
+    def _against_reemitted(original, changed, name: str, graph, signature, timed, tune, database):
+        """The speed check of `changed` against `original` re-emitted from its graph, or None where that
+        does not build and run either (or there is no graph)."""
+        if graph is None:
+            return None
+        baseline = original.clone()
+        baseline[name] = function_from_graph(graph, name, signature, fold_weights=True)
+        if callable(tune):
+            try:
+                database = tune([baseline, changed])
+            except Exception:  # noqa: BLE001 - the re-emission cannot be tuned either: no baseline
+                return None
+        check = timed(baseline, changed, database=database)
+        if check.builds != (True, True):
+            return None
+        check.baseline = "re-emitted"
+        return check
+
+    def _reemitted(self, report: FunctionReport, imported: Imported):
+        """The function re-emitted from its graph where a speed check timed it (TVM cannot build it as given,
+        and builds it so) and found the rewrite computes what it does, else None."""
+        timed = [c for c in report.speed_tried if c.baseline == "re-emitted" and c.same_outputs]
+        if not timed:
+            return None
+        report.status, report.graph_after = "re-emitted", report.graph_before
+        report.rejected_by = report.refused[-1][1]
+        report.ops_after = _op_counts(report.graph_before, imported.signature)
+        why = "; ".join(f"{label}: {reason}" for label, _, reason in report.refused)
+        report.warnings.append(f"taso_relay: TVM cannot build '{report.name}' as given ({timed[0].note}); "
+                               "returned it re-emitted from its graph, which builds (no rewrite: " + why + ")")
+        return function_from_graph(report.graph_before, report.name, imported.signature, fold_weights=True)
 
 
 CONTESTED = "contested merges"  # the candidate made of merges the judge refused (SearchReport.contested)

@@ -182,7 +182,7 @@ def summarize_taso_report(report) -> dict:
         status = _report_value(fr, "status")
         statuses[str(name)] = status
         n = _count(_report_value(fr, "rules_applied", "applied", "rewrites", "applied_rules"))
-        if n is None and status in ("unchanged", "skipped", "rejected"):
+        if n is None and status in ("unchanged", "skipped", "rejected", "re-emitted"):
             n = 0
         applied.append(n)
         explored.append(_count(_report_value(fr, "graphs_explored", "explored", "num_explored")))

@@ -143,3 +143,36 @@ def test_the_timing_rounds_fit_the_budget_with_their_warm_ups(ones, slow):
     assert plan_rounds(ones, slow, 0.0, 0.05, 3, 60)[1] == 3  # min_rounds whatever the budget
     assert plan_rounds([1e-6, 1e-6], [False, False], 1e3, 0.05, 3, 60)[1] == 60
     assert plan_rounds(ones, slow, float("inf"), 0.05, 3, 60)[1] == 60
+
+
+def _tiny_module():
+    import tvm
+    from tvm import relax
+
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((4, 4), "float32"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(relax.op.add(x, x))
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+def test_slow_runs_count_their_first_timed_runs_as_the_first_round(monkeypatch):
+    """Runs of half a second or more (a float16 model on a CPU: half a minute) are timed one at a time:
+    the runs timed to plan the rounds are the first round, not thrown away."""
+    from taso_relay.guard import speed
+
+    rounds = []
+    real = speed._Timer.round
+    monkeypatch.setattr(speed._Timer, "round", lambda self, number: rounds.append(number) or real(self, number))
+    mod = _tiny_module()
+    timed = dict(budget_s=0.0, round_s=0.0, min_rounds=3)
+    check = speed.measure(mod, mod, "main", "llvm", **timed)
+    assert check.number == 1 and len(check.before_rounds) == len(check.after_rounds) == 3
+    assert len(rounds) == 6  # fast runs: three rounds of each timed by time_evaluator
+    rounds.clear()
+    monkeypatch.setattr(speed._Timer, "SLOW_S", 0.0)  # every run counts as slow
+    check = speed.measure(mod, mod, "main", "llvm", **timed)
+    assert check.number == 1 and len(check.before_rounds) == len(check.after_rounds) == 3
+    assert len(rounds) == 4  # two more rounds of each: the first was the planning runs
