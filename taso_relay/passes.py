@@ -25,7 +25,7 @@ from tvm import relax
 
 from .bridge import execute
 from .bridge.from_relax import Imported, function_name, graph_from_function
-from .bridge.to_relax import function_from_graph, module_from_graph
+from .bridge.to_relax import function_from_graph, module_from_graph, writes_float16_batch_norms
 from .cost.lowering import reusing_lowerings, with_cores
 from .graph import Graph, NotModelled, blas_on_free_cores, evaluate, random_feeds
 from .graph.folding import CONSTANT_OPS, weight_only
@@ -341,8 +341,8 @@ class TASOOptimizer:
         best = self.optimize_graph(graph, report)
         report.graph_after = best
         candidates = self._candidates(graph, best, report)
-        if not candidates:
-            return func  # nothing to check or emit: the very function given
+        if not candidates:  # nothing to check or emit: the very function given, if TVM builds it
+            return self._reemitted(report, imported, self._probe(func, mod, report)) or func
         refused = None
         for label, candidate in candidates:
             rewritten, refused = self._vet(func, mod, graph, candidate, imported, report, label)
@@ -360,7 +360,7 @@ class TASOOptimizer:
                 report.ops_after = _op_counts(candidate, imported.signature)
                 return rewritten
             report.refused.append((label, *refused))
-        reemitted = self._reemitted(report, imported)
+        reemitted = self._reemitted(report, imported, self._probe(func, mod, report))
         if reemitted is not None:
             return reemitted
         if candidates[0][0] == CONTESTED:  # the judge's verdict stands, confirmed by measurement
@@ -582,19 +582,65 @@ class TASOOptimizer:
         check.baseline = "re-emitted"
         return check
 
-    def _reemitted(self, report: FunctionReport, imported: Imported):
-        """The function re-emitted from its graph where a speed check timed it (TVM cannot build it as given,
-        and builds it so) and found the rewrite computes what it does, else None."""
+    def _reemitted(self, report: FunctionReport, imported: Imported, probed=None):
+        """The function re-emitted from its graph, where TVM cannot build it as given and builds it re-emitted
+        and its outputs were checked: against the rewrite, by a speed check that timed it (the rewrite not
+        faster), or against the original graph's (`probed`, by _probe; not where the interpreter cannot
+        run the graph, which the warning says). Else None."""
         timed = [c for c in report.speed_tried if c.baseline == "re-emitted" and c.same_outputs]
-        if not timed:
+        check = timed[0] if timed else probed
+        if check is None:
             return None
         report.status, report.graph_after = "re-emitted", report.graph_before
-        report.rejected_by = report.refused[-1][1]
+        if report.refused:
+            report.rejected_by = report.refused[-1][1]
         report.ops_after = _op_counts(report.graph_before, imported.signature)
-        why = "; ".join(f"{label}: {reason}" for label, _, reason in report.refused)
-        report.warnings.append(f"taso_relay: TVM cannot build '{report.name}' as given ({timed[0].note}); "
-                               "returned it re-emitted from its graph, which builds (no rewrite: " + why + ")")
+        why = "; ".join(f"{label}: {reason}" for label, _, reason in report.refused) or "none found"
+        if timed:
+            how = ", computes what the rewrite does and runs at least as fast"
+        elif check.same_outputs:
+            how = " and computes what the original graph does"
+        else:
+            how = " (its outputs not compared: the numpy interpreter cannot run the original graph)"
+        report.warnings.append(f"taso_relay: {check.note}; returned '{report.name}' re-emitted from its graph, "
+                               f"which builds{how} (no rewrite: {why})")
         return function_from_graph(report.graph_before, report.name, imported.signature, fold_weights=True)
+
+    def _probe(self, func, mod, report: FunctionReport):
+        """Where no speed check tried to build the function as given, and its re-emission may build where it
+        does not (a float16 batch norm, TVM's default lowering): build it; where TVM cannot, the SpeedCheck of
+        its re-emission against it (built, run, compared with the original graph's outputs in numpy), if that
+        builds and does not differ. Else None: the function is returned as given."""
+        from .guard.speed import compile_cached
+
+        graph = report.graph_before
+        if (not self.verifies_speed or report.speed_tried or graph is None
+                or not writes_float16_batch_norms(graph)):
+            return None
+        lowering, database = _lowering_of(self.cost_model(), self.lowering)
+        if lowering != "default":  # MetaSchedule's pipeline builds a float16 batch_norm
+            return None
+        name = report.name
+        original = mod if _named_in(mod, name) else tvm.IRModule({name: func})
+        target = self._speed_target()
+        try:
+            compile_cached(original, target, database, lowering, self._compiled)
+            return None  # it builds as given
+        except Exception:  # noqa: BLE001 - TVM cannot build it: try its re-emission
+            pass
+        from .guard.speed import measure
+
+        reemitted = original.clone()
+        reemitted[name] = function_from_graph(graph, name, report.signature, fold_weights=True)
+        check = measure(original, reemitted, name, target, lowering=lowering, database=database,
+                        budget_s=self.speed_budget, seed=self.seed, close=_close, compiled=self._compiled,
+                        reference=_reference(graph, report.signature))
+        if check.builds != (False, True) or check.same_outputs is False:
+            if check.builds == (False, True):
+                report.warnings.append(f"taso_relay: TVM cannot build '{name}' as given, and its re-emission from "
+                                       "its graph computes otherwise than the graph: returned as given")
+            return None
+        return check
 
 
 CONTESTED = "contested merges"  # the candidate made of merges the judge refused (SearchReport.contested)

@@ -182,9 +182,10 @@ def test_a_rewrite_slower_than_the_reemitted_original_returns_the_reemission(run
     monkeypatch.setattr(speed, "faster", lambda *args: False)
     model, mod16 = float16_conv_bn_concat_bn()
     taso = TASOPass(verify_speed=True, speed_budget=0.05, min_gain=0.0)
-    with pytest.warns(UserWarning, match="TVM cannot build 'main' as given.*returned it re-emitted from its graph, "
-                                         "which builds .no rewrite: search: is not measured faster than the "
-                                         "original re-emitted"):
+    with pytest.warns(UserWarning, match="TVM cannot build the original function.*returned 'main' re-emitted from "
+                                         "its graph, which builds, computes what the rewrite does and runs at least "
+                                         "as fast .no rewrite: search: is not measured faster than "
+                                         "the original re-emitted"):
         out16 = taso(mod16)
     report = taso.report["main"]
     assert report.status == "re-emitted" and report.rewrites == [] and report.rejected_by == "speed"
@@ -196,6 +197,58 @@ def test_a_rewrite_slower_than_the_reemitted_original_returns_the_reemission(run
 
     assert changed(taso.report)  # the module differs from what was given: it builds now
     assert_computes_the_float32_original(model, out16, run_module, rng)
+
+
+def float16_concat_bn():
+    from bridge_onnx_models import as_float16
+
+    m = Model(6)
+    cat = m.op("Concat", [m.op("Relu", ["x"]), "x"], axis=1)
+    out = m.op("Add", [m.bn(cat, 8), cat])  # a binary op refuses the float32 result TVM gives the batch norm
+    model = m.build([("x", F32, [1, 4, 8, 8])], [(out, F32, [1, 8, 8, 8])])
+    return model, import_onnx(as_float16(model))
+
+
+def test_a_float16_function_without_rewrites_tvm_cannot_build_is_returned_reemitted(run_module, rng):
+    """Nothing for the rules (a batch norm after a concat), and TVM's default pipeline cannot build the function
+    as imported: its re-emission builds and computes what the original graph does, so the pass returns it."""
+    model, mod16 = float16_concat_bn()
+    taso = TASOPass(verify_speed=True, speed_budget=0.05)
+    with pytest.warns(UserWarning, match=r"TVM cannot build the original function.*returned 'main' re-emitted from "
+                                         r"its graph, which builds and computes what the original graph does "
+                                         r"\(no rewrite: none found\)"):
+        out16 = taso(mod16)
+    report = taso.report["main"]
+    assert report.status == "re-emitted" and report.rewrites == [] and report.speed_tried == []
+    assert batch_norm_calls(out16) == 0 and batch_norm_calls(mod16) == 1
+    assert_computes_the_float32_original(model, out16, run_module, rng)
+    assert taso._compiled == {}  # the probe's builds do not outlive the function
+
+
+def never_built(monkeypatch):
+    from taso_relay.cost import lowering
+
+    monkeypatch.setattr(lowering, "compile_module", lambda *args, **kwargs: pytest.fail("built"))
+
+
+def test_without_the_speed_check_nothing_is_built_and_the_function_is_returned_as_given(monkeypatch):
+    never_built(monkeypatch)
+    _, mod16 = float16_concat_bn()
+    taso = TASOPass(verify_speed=False)
+    out = taso(mod16)
+    assert taso.report["main"].status == "unchanged"
+    tvm.ir.assert_structural_equal(out, mod16)
+
+
+def test_a_float32_function_without_rewrites_is_not_built(monkeypatch):
+    """Only a float16 batch norm makes the re-emission differ in what TVM builds: nothing else is probed."""
+    never_built(monkeypatch)
+    model, _ = float16_concat_bn()
+    mod32 = import_onnx(model)
+    taso = TASOPass(verify_speed=True, speed_budget=0.05)
+    out = taso(mod32)
+    assert taso.report["main"].status == "unchanged"
+    tvm.ir.assert_structural_equal(out, mod32)
 
 
 def test_a_float16_inception_block_is_compared_against_its_reemission():

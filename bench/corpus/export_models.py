@@ -223,7 +223,8 @@ def half(out: Path) -> None:
     """float16 models (`model.half()`, float16 inputs), as users export them for GPUs: MobileOne-S0 and
     RepVGG-A0 in their training-time form, whose batch norms are left for the pass to fold (TVM 0.27's
     default pipeline builds no float16 batch_norm: only the pass's result builds), ResNet-18 (the
-    exporter folds its batch norms) and BERT. Batch-norm scales in [0.2, 0.5]: with [0.5, 1.5]
+    exporter folds its batch norms), DenseNet-121 (batch norms after concats, which no rule folds: the
+    pass returns it re-emitted, which builds) and BERT. Batch-norm scales in [0.2, 0.5]: with [0.5, 1.5]
     MobileOne's activations grow to 1e17, past float16's range."""
     import timm
     import torch
@@ -235,14 +236,71 @@ def half(out: Path) -> None:
         model = randomized_batch_norms(timm.create_model(name, pretrained=False), scales=(0.2, 0.5)).half()
         export(model, (image,), out / f"half_timm_{name}.onnx")
     export(models.resnet18(weights=None).half(), (image,), out / "half_resnet18.onnx")
+    densenet = randomized_batch_norms(models.densenet121(weights=None), scales=(0.2, 0.5)).half()
+    export(densenet, (image,), out / "half_densenet121.onnx")
     bert = T.BertModel(T.BertConfig(vocab_size=100, **SMALL)).half()
     export(first_output(bert, "input_ids"), (torch.randint(0, 100, (1, 16)),), out / "half_hf_bert.onnx",
            input_names=["input_ids"])
 
 
+TIMM = ["ghostnet_100", "hrnet_w18_small", "fastvit_t8", "coat_lite_tiny", "dpn68", "pvt_v2_b0", "ese_vovnet19b_dw",
+        "nf_resnet26", "poolformer_s12", "cspresnet50", "mobilevitv2_050", "xcit_nano_12_p16_224"]
+
+
+def timm_models(out: Path) -> None:
+    """timm architectures torchvision lacks (session 35): ghost modules, HRNet's multi-resolution fusions,
+    FastViT's and CoaT's re-parameterizable and convolutional attention, dual-path blocks, PVT-v2, VoVNet's
+    one-shot aggregation with effective squeeze-excitation, NF-ResNet's weight standardization, PoolFormer's
+    and MobileViT-v2's group norms, CSP stages and XCiT's cross-covariance attention. Batch norms randomized."""
+    import timm
+    import torch
+
+    for name in TIMM:
+        size = 256 if name.startswith("mobilevit") else 224
+        model = randomized_batch_norms(timm.create_model(name, pretrained=False))
+        export(model, (torch.randn(1, 3, size, size),), out / f"timm_{name}.onnx")
+
+
+def hf2(out: Path) -> None:
+    """More transformers architectures (session 35): ELECTRA, MPNet, GPT-Neo (local attention), BLOOM
+    (ALiBi), ConvBERT (span convolutions), Funnel (pooled queries), XLNet (two-stream relative attention),
+    Swin-v2, Data2Vec-vision and HF's MobileNetV2 (its own padding)."""
+    import torch
+    import transformers as T
+
+    ids = torch.randint(0, 100, (1, 16))
+    text = {
+        "electra": T.ElectraModel(T.ElectraConfig(vocab_size=100, embedding_size=32, **SMALL)),
+        "mpnet": T.MPNetModel(T.MPNetConfig(vocab_size=100, **SMALL)),
+        "gpt_neo": T.GPTNeoModel(T.GPTNeoConfig(vocab_size=100, hidden_size=64, num_layers=2, num_heads=4,
+                                                attention_types=[[["global", "local"], 1]], window_size=8)),
+        "bloom": T.BloomModel(T.BloomConfig(vocab_size=100, hidden_size=64, n_layer=2, n_head=4)),
+        "convbert": T.ConvBertModel(T.ConvBertConfig(vocab_size=100, embedding_size=64, **SMALL)),
+        "funnel": T.FunnelBaseModel(T.FunnelConfig(vocab_size=100, d_model=64, n_head=4, d_head=16, d_inner=128,
+                                                   block_sizes=[1, 1])),
+        "xlnet": T.XLNetModel(T.XLNetConfig(vocab_size=100, d_model=64, n_layer=2, n_head=4, d_inner=128)),
+    }
+    for name, model in text.items():
+        export(first_output(model, "input_ids"), (ids,), out / f"hf_{name}.onnx", input_names=["input_ids"])
+    vision = {
+        "swinv2": T.Swinv2Model(T.Swinv2Config(image_size=64, patch_size=4, embed_dim=16, depths=[1, 1],
+                                               num_heads=[2, 4], window_size=4)),
+        "data2vec_vision": T.Data2VecVisionModel(T.Data2VecVisionConfig(image_size=64, patch_size=16,
+                                                                        use_relative_position_bias=True, **SMALL)),
+        "mobilenet_v2": T.MobileNetV2Model(T.MobileNetV2Config(image_size=64, depth_multiplier=0.35)),
+    }
+    for name, model in vision.items():
+        export(first_output(randomized_batch_norms(model), "pixel_values"), (torch.randn(1, 3, 64, 64),),
+               out / f"hf_{name}.onnx")
+
+
+FAMILIES = {"vision": vision, "hf": hf, "dynamo": dynamo, "more": more, "wider": wider, "reparam": reparam,
+            "half": half, "timm": timm_models, "hf2": hf2}
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("families", nargs="+", choices=("vision", "hf", "dynamo", "more", "wider", "reparam", "half"))
+    p.add_argument("families", nargs="+", choices=tuple(FAMILIES))
     p.add_argument("--out", type=Path, default=Path("build/corpus"))
     args = p.parse_args(argv)
     import torch
@@ -251,8 +309,7 @@ def main(argv=None) -> None:
     torch.manual_seed(0)
     args.out.mkdir(parents=True, exist_ok=True)
     for family in args.families:
-        {"vision": vision, "hf": hf, "dynamo": dynamo, "more": more, "wider": wider,
-         "reparam": reparam, "half": half}[family](args.out)
+        FAMILIES[family](args.out)
 
 
 if __name__ == "__main__":

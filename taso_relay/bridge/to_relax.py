@@ -52,6 +52,12 @@ def function_from_graph(graph: Graph, name: str = "main", signature: Signature |
     return bb.get()[gvar]
 
 
+def writes_float16_batch_norms(graph: Graph) -> bool:
+    """Whether emitting `graph` writes a float16 batch norm as its arithmetic: then the emission may build
+    where the function as imported does not (TVM 0.27's default pipeline cannot build a float16 batch_norm)."""
+    return any(graph.type_of(n.inputs[0]).dtype == "float16" for n in graph.nodes if n.op == "batch_norm")
+
+
 def module_from_graph(graph: Graph, name: str = "main", signature: Signature | None = None, *,
                       weights_as_params: bool = False, mod: tvm.IRModule | None = None,
                       fold_weights: bool = False) -> tvm.IRModule:

@@ -161,7 +161,7 @@ def measure(original, rewritten, func: str, target, *, lowering: str = "default"
     executables, errors = [], []
     for m in progress((original, rewritten), total=2, desc="speed check: compiling", unit="model"):
         try:
-            executables.append(_compile(m, target, database, lowering, compiled))
+            executables.append(compile_cached(m, target, database, lowering, compiled))
             errors.append(None)
         except Exception as exc:  # noqa: BLE001 - which side TVM cannot build decides the verdict
             executables.append(None)
@@ -293,7 +293,8 @@ def keep_only(compiled: dict, mod) -> None:
         del compiled[key]
 
 
-def _compile(mod, target, database, lowering: str, compiled: dict | None):
+def compile_cached(mod, target, database, lowering: str, compiled: dict | None):
+    """`mod` built with `lowering`, from the cache `compiled` (a dict, or None: no cache) or built now and kept."""
     from ..cost.lowering import compile_module
 
     if compiled is None:
