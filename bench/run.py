@@ -365,7 +365,7 @@ def run_notes(result: dict) -> list[str]:
         for m in result["models"]:
             for name, fr in (((m.get("configs") or {}).get("taso") or {}).get("report") or {}).items():
                 sp = fr.get("speed") if isinstance(fr, dict) else None
-                if isinstance(sp, dict) and fr.get("rejected_by") == "speed":
+                if isinstance(sp, dict) and fr.get("rejected_by") == "speed" and fr.get("status") == "rejected":
                     speed.append(f"{m['name']} ({sp.get('before_s', 0) * 1e3:.4g} -> "
                                  f"{sp.get('after_s', 0) * 1e3:.4g} ms)")
         if speed:

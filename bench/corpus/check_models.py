@@ -5,7 +5,7 @@
 Per model: `taso_relay.onnx_io.prepare` (as the CLI imports), TASOPass with min_gain=0 and no speed
 check, so every rewrite the search finds is kept and checked; both modules built with TVM's
 default pipeline and run on the same random inputs; the original also against onnxruntime. Where
-TVM cannot build the original and the pass left it unchanged, the pass again with its speed check
+TVM cannot build the original and the pass did not rewrite it, the pass again with its speed check
 on, as users run it (it then returns the function re-emitted: a float16 DenseNet), against onnxruntime.
 Prints one JSON line per model and exits 1 if any result differs by more than --tolerance of the
 output's scale (its largest magnitude; --float16-tolerance for float16 outputs), if the original's

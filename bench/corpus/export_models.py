@@ -236,7 +236,8 @@ def half(out: Path) -> None:
         model = randomized_batch_norms(timm.create_model(name, pretrained=False), scales=(0.2, 0.5)).half()
         export(model, (image,), out / f"half_timm_{name}.onnx")
     export(models.resnet18(weights=None).half(), (image,), out / "half_resnet18.onnx")
-    densenet = randomized_batch_norms(models.densenet121(weights=None), scales=(0.2, 0.5)).half()
+    with torch.random.fork_rng():  # added in session 35: the models after it keep their weights
+        densenet = randomized_batch_norms(models.densenet121(weights=None), scales=(0.2, 0.5)).half()
     export(densenet, (image,), out / "half_densenet121.onnx")
     bert = T.BertModel(T.BertConfig(vocab_size=100, **SMALL)).half()
     export(first_output(bert, "input_ids"), (torch.randint(0, 100, (1, 16)),), out / "half_hf_bert.onnx",

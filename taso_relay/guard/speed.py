@@ -37,7 +37,9 @@ class SpeedCheck:
     compile_s: float = 0.0
     measure_s: float = 0.0
     kept: bool = True  # the rewritten function was kept
-    candidate: str = "search"  # which rewrite was measured: the search's result or the first phase's alone
+    # which rewrite was measured: the search's result, the first phase's alone, the judge's contested merges,
+    # or "re-emission": the function re-emitted from its graph, where TVM cannot build it as given
+    candidate: str = "search"
     same_outputs: bool | None = None  # the two compiled functions' outputs agree (None: not compared)
     threads: int | None = None  # TVM runtime threads the timing ran with (TVM_NUM_THREADS)
     target_cores: int | None = None  # the target's num-cores, which the schedules were made for
@@ -63,8 +65,10 @@ class SpeedCheck:
         return data
 
     def to_text(self) -> str:
-        verdict = "kept the rewrite" if self.kept else "kept the original"
-        if self.candidate != "search":
+        verdict = "kept the rewrite" if self.kept else "kept the original" + (" re-emitted" if self.baseline else "")
+        if self.candidate == "re-emission":  # (passes._probe: the function as given does not build)
+            verdict = "returned the re-emission" if self.kept else "kept the original"
+        if self.candidate not in ("search", "re-emission"):
             verdict = f"{self.candidate}: {verdict}"
         if not self.measured:
             return f"speed check ({self.lowering} lowering): not measured ({self.note}); {verdict}"
