@@ -393,7 +393,7 @@ IMPORTERS: dict[str, Importer] = {
     "relax.where": _plain("where"),
     "relax.nn.pad": _pad,
     "relax.image.resize2d": _resize2d,
-    **{f"relax.{op}": _reduce(op) for op in ("sum", "mean", "max", "min")},
+    **{f"relax.{op}": _reduce(op) for op in ("sum", "mean", "max", "min", "variance")},
     **{name: _plain(op, op not in EXACT_ON_INTEGERS) for op, name in UNARY_RELAX.items()},
     **{name: _plain(op, op in ("div", "pow")) for op, name in BINARY_RELAX.items()},
 }
@@ -507,7 +507,7 @@ EXPORTERS: dict[str, Exporter] = {
     "where": lambda a, xs, ts, emit: op.where(xs[0], xs[1], xs[2]),
     "pad": lambda a, xs, ts, emit: op.nn.pad(xs[0], list(a["pad_width"]), "constant", a["value"]),
     "enlarge": _enlarge_out,
-    **{name: _reduce_out(name) for name in ("sum", "mean", "max", "min")},
+    **{name: _reduce_out(name) for name in ("sum", "mean", "max", "min", "variance")},
     **{name: (lambda f: lambda a, xs, ts, emit: f(xs[0]))(f) for name, f in _UNARY_MAKERS.items()},
     **{name: (lambda f: lambda a, xs, ts, emit: f(xs[0], xs[1]))(f) for name, f in _BINARY_MAKERS.items()},
 }

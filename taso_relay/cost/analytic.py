@@ -153,6 +153,8 @@ def node_flops(node: Node, in_types: Sequence[TensorType]) -> float:
         return 5.0 * out.size
     if op in ("sum", "mean", "max", "min"):
         return float(in_types[0].size)
+    if op == "variance":  # a mean, then a subtract, square and sum per value
+        return 4.0 * in_types[0].size
     if op == "resize2d":  # linear: three lerps of two multiplies and an add per output value
         return 9.0 * out.size if a["method"] == "linear" else 0.0
     return 0.0  # data movement: concat, split, transpose, reshape, slices, pad, opaque

@@ -153,6 +153,9 @@ def _reduce(kind):
         axes, keep = list(a["axes"]) or list(range(ins[0].rank)), int(bool(a["keepdims"]))
         if kind == "sum":
             return [w.one("ReduceSum", [xs[0], w.ints(axes)], keepdims=keep)]
+        if kind == "variance":  # ONNX has none: the mean of squared deviations
+            deviation = w.one("Sub", [xs[0], w.one("ReduceMean", [xs[0]], axes=axes, keepdims=1)])
+            return [w.one("ReduceMean", [w.one("Mul", [deviation, deviation])], axes=axes, keepdims=keep)]
         op = {"mean": "ReduceMean", "max": "ReduceMax", "min": "ReduceMin"}[kind]
         return [w.one(op, [xs[0]], axes=axes, keepdims=keep)]
     return emit
@@ -196,7 +199,7 @@ EMITTERS = {
     "where": lambda w, a, xs, ins, outs: [w.one("Where", xs)],
     "clip": lambda w, a, xs, ins, outs: [w.one("Clip", [xs[0], w.scalar(a["min"], outs[0].dtype),
                                                         w.scalar(a["max"], outs[0].dtype)])],
-    **{name: _reduce(name) for name in ("sum", "mean", "max", "min")},
+    **{name: _reduce(name) for name in ("sum", "mean", "max", "min", "variance")},
     **{name: (lambda op: lambda w, a, xs, ins, outs: [_unary(w, op, xs[0], outs[0].dtype)])(name)
        for name in UNARY},
     **{name: (lambda op: lambda w, a, xs, ins, outs: [w.one(op, xs)])(op_type) for name, op_type in BINARY.items()},

@@ -96,16 +96,6 @@ def _axes(call, rank: int) -> list[int]:
     return list(range(rank)) if axis is None else [int(v) % rank for v in axis]
 
 
-def _variance(w: Writer, call, xs, ins, outs):
-    """Mean of the squared deviations from the mean, as topi's variance computes it (GroupNorm's and
-    InstanceNorm's statistics; ONNX has no operator for it)."""
-    (x,) = _call_args(w, call, xs)
-    axes = _axes(call, len(ins[0].shape))
-    mean = w.one("ReduceMean", [x], axes=axes, keepdims=1)
-    diff = w.one("Sub", [x, mean])
-    return [w.one("ReduceMean", [w.one("Mul", [diff, diff])], axes=axes, keepdims=int(bool(call.attrs.keepdims)))]
-
-
 def _rms_norm(w: Writer, call, xs, ins, outs):
     """x / sqrt(mean(x * x over axes) + epsilon) * weight, as topi computes it (ONNX has RMSNormalization
     only from opset 23); the weight, shaped as the normalized axes, is reshaped to broadcast in place."""
@@ -193,7 +183,7 @@ def _single_op(onnx_type: str):
 
 # What real exports leave opaque: embedding lookups (take, less, logical_and), RoBERTa's position ids
 # (cumsum, gather_elements), audio nets (conv1d), decoders and U-Nets (conv2d_transpose, resize2d),
-# GroupNorm and InstanceNorm (variance), PReLU, classifier heads (argmax), ReflectionPad2d and
+# PReLU, classifier heads (argmax), ReflectionPad2d and
 # ReplicationPad2d and whole-axis repeats (call_tir of topi's mirror_pad, replicate_pad, tile).
 OPAQUE_EMITTERS = {
     "relax.take": _take,
@@ -203,7 +193,6 @@ OPAQUE_EMITTERS = {
     "relax.nn.conv1d": _conv1d,
     "relax.nn.conv2d_transpose": _conv2d_transpose,
     "relax.nn.prelu": _prelu,
-    "relax.variance": _variance,
     "relax.nn.rms_norm": _rms_norm,
     "relax.argmax": _arg_reduce("ArgMax"),
     "relax.argmin": _arg_reduce("ArgMin"),

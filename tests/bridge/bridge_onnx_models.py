@@ -271,6 +271,21 @@ def upsampling():
     return m.build([("x", F32, [1, 3, 10, 8])], [(y, F32, [1, 2, 13, 11])])
 
 
+def group_norm_block():
+    """PoolFormer's token mixer as torch exports GroupNorm(1, C): InstanceNormalization of the input
+    reshaped to (1, 1, C*H*W) with unit scale and zero bias, the real affine after it, then an average
+    pool minus its input; TVM imports the normalization as mean, subtract, variance, sqrt, divide."""
+    m = Model(8)
+    x = m.conv("x", 3, 4, 3, pads=[1, 1, 1, 1])
+    flat = m.op("Reshape", [x, m.const([1, 1, -1])])
+    norm = m.op("InstanceNormalization", [flat, m.const([1.0], np.float32), m.const([0.0], np.float32)])
+    y = m.op("Reshape", [norm, m.const([1, 4, 6, 6])])
+    y = m.op("Add", [m.op("Mul", [y, m.weight((4, 1, 1))]), m.weight((4, 1, 1))])
+    pooled = m.op("AveragePool", [y], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[1, 1], count_include_pad=0)
+    out = m.conv(m.op("Sub", [pooled, y]), 4, 4, 1)
+    return m.build([("x", F32, [1, 3, 6, 6])], [(out, F32, [1, 4, 6, 6])])
+
+
 MODELS = {
     "hard_activations": hard_activations,
     "upsampling": upsampling,
@@ -280,4 +295,5 @@ MODELS = {
     "reparam_blocks": reparam_blocks,
     "transformer_layer": transformer_layer,
     "with_unmodelled_ops": with_unmodelled_ops,
+    "group_norm_block": group_norm_block,
 }

@@ -19,6 +19,7 @@ EXPECTED_OPS = {
     "upsampling": {"conv2d": 4, "resize2d": 4, "concat": 1, "add": 2},
     "branches_summed": {"conv2d": 4, "batch_norm": 2, "relu": 2},
     "reparam_blocks": {"conv2d": 7, "batch_norm": 7, "relu": 2, "add": 9},
+    "group_norm_block": {"conv2d": 2, "variance": 1, "mean": 1, "avg_pool2d": 1},
 }
 
 

@@ -133,9 +133,10 @@ CASES = {
     "layer_norm": one_op("layer_norm", [(2, 3, 8), (8,), (8,)], axes=(-1,)),
     "layer_norm_two_axes": one_op("layer_norm", [(2, 3, 4), (3, 4), (3, 4)], axes=(1, 2), epsilon=1e-3),
     "softmax": one_op("softmax", [(2, 3, 5)], axis=1),
-    **{f"{op}_axes": one_op(op, [(2, 3, 4)], axes=(0, 2)) for op in ("sum", "mean", "max", "min")},
-    **{f"{op}_keepdims": one_op(op, [(2, 3, 4)], axes=(-1,), keepdims=True) for op in ("sum", "mean", "max", "min")},
-    **{f"{op}_all": one_op(op, [(2, 3, 4)]) for op in ("sum", "mean", "max", "min")},
+    **{f"{op}_axes": one_op(op, [(2, 3, 4)], axes=(0, 2)) for op in ("sum", "mean", "max", "min", "variance")},
+    **{f"{op}_keepdims": one_op(op, [(2, 3, 4)], axes=(-1,), keepdims=True)
+       for op in ("sum", "mean", "max", "min", "variance")},
+    **{f"{op}_all": one_op(op, [(2, 3, 4)]) for op in ("sum", "mean", "max", "min", "variance")},
     "constant_identity_conv": with_constant("identity_conv", (4, 4, 3, 3), "conv2d", (1, 4, 5, 5),
                                             padding=(1, 1, 1, 1)),
     "constant_identity_conv_grouped": with_constant("identity_conv", (4, 1, 3, 3), "conv2d", (1, 4, 5, 5),

@@ -43,8 +43,15 @@ def _mod_mean(xs, attrs, p):
     return [_mod_sum(xs, attrs, p)[0] * modular.inverse(count, p) % p]
 
 
+def _variance(x, axis, keepdims):
+    """The mean of squared deviations, as TVM's variance computes it; float16 summed in float32, as
+    np.mean does (np.var would sum a group norm's 200,000 values in float16)."""
+    return np.var(x, axis=axis, keepdims=keepdims, dtype=np.float32 if x.dtype == np.float16 else None)
+
+
+# variance: a group norm as exported (InstanceNormalization on a reshape; PoolFormer, MobileViT-v2, Wav2Vec2)
 REDUCTIONS = {"sum": (np.sum, _mod_sum), "mean": (np.mean, _mod_mean),
-              "max": (np.max, None), "min": (np.min, None)}
+              "max": (np.max, None), "min": (np.min, None), "variance": (_variance, None)}
 
 for _name, (_fn, _mod) in REDUCTIONS.items():
     register(OpDef(
