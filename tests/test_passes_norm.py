@@ -338,3 +338,26 @@ def test_a_reemission_that_cannot_be_compared_is_not_returned(monkeypatch):
     assert report.status == "unchanged" and report.speed.candidate == "re-emission" and not report.speed.kept
     assert "kept the original" in report.speed.to_text()
     tvm.ir.assert_structural_equal(out, mod16)
+
+
+def test_where_they_disagree_and_the_interpreter_cannot_say_the_rewrite_is_refused(monkeypatch):
+    from taso_relay import passes
+    from taso_relay.passes import TASOOptimizer
+
+    real = TASOOptimizer._against_reemitted
+
+    def against(*args):
+        check = real(*args)
+        check.same_outputs = False
+        return check
+
+    monkeypatch.setattr(TASOOptimizer, "_against_reemitted", staticmethod(against))
+    monkeypatch.setattr(passes, "_reference", lambda graph, signature: (lambda arrays: None))
+    _, mod16 = float16_conv_bn_concat_bn()
+    taso = TASOPass(verify_speed=True, speed_budget=0.05, min_gain=0.0)
+    with pytest.warns(UserWarning, match="computes different results when compiled"):
+        out = taso(mod16)
+    report = taso.report["main"]
+    assert report.status == "rejected" and report.refused[0][:2] == ("search", "numeric")
+    assert report.speed_tried[0].baseline == "re-emitted" and report.speed_tried[0].same_outputs is False
+    tvm.ir.assert_structural_equal(out, mod16)

@@ -44,8 +44,9 @@ def _mod_mean(xs, attrs, p):
 
 
 def _variance(x, axis, keepdims):
-    """The mean of squared deviations, as TVM's variance computes it; float16 summed in float32, as
-    np.mean does (np.var would sum a group norm's 200,000 values in float16)."""
+    """The mean of squared deviations (TVM's formula). Float16 is summed in float32, as np.mean does: TVM
+    sums it in float16, which overflows to inf on a group norm's tens of thousands of values (and past
+    65,504 values cannot build), so there the reference is the value TVM should have computed."""
     return np.var(x, axis=axis, keepdims=keepdims, dtype=np.float32 if x.dtype == np.float16 else None)
 
 
