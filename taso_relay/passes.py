@@ -615,16 +615,17 @@ class TASOOptimizer:
         return function_from_graph(report.graph_before, report.name, imported.signature, fold_weights=True)
 
     def _probe(self, func, mod, report: FunctionReport):
-        """Where no speed check built either side, and the function's re-emission may build where it
+        """Where no speed check built the function as given, and its re-emission may build where it
         does not (a float16 batch norm, TVM's default lowering): build it; where TVM cannot, the SpeedCheck of
         its re-emission against it (built, run, compared with the original graph's outputs in numpy), if that
         builds and does not differ. Else None: the function is returned as given."""
         from .guard.speed import compile_cached
 
         graph = report.graph_before
-        # a speed check that built either side has settled it (where the rewrite built, the re-emission was tried)
-        if (not self.verifies_speed or any(c.builds != (False, False) for c in report.speed_tried)
-                or graph is None or not writes_float16_batch_norms(graph)):
+        # settled where a speed check built the original, or checked the re-emission against a rewrite that
+        # computes the same (not where the rewrite did not build, or was found wrong)
+        settled = any(c.builds is None or c.builds[0] or (c.baseline and c.same_outputs) for c in report.speed_tried)
+        if not self.verifies_speed or settled or graph is None or not writes_float16_batch_norms(graph):
             return None
         lowering, database = _lowering_of(self.cost_model(), self.lowering)
         if lowering != "default":  # MetaSchedule's pipeline builds a float16 batch_norm

@@ -361,3 +361,23 @@ def test_where_they_disagree_and_the_interpreter_cannot_say_the_rewrite_is_refus
     assert report.status == "rejected" and report.refused[0][:2] == ("search", "numeric")
     assert report.speed_tried[0].baseline == "re-emitted" and report.speed_tried[0].same_outputs is False
     tvm.ir.assert_structural_equal(out, mod16)
+
+
+def test_a_wrong_rewrite_refused_by_numpy_leaves_the_checked_reemission(monkeypatch, run_module, rng):
+    """check=False lets a wrong rewrite (relu as sigmoid) reach the speed check: it disagrees with the
+    re-emission, numpy finds the rewrite wrong, and the re-emission, then checked against numpy itself, is
+    returned (the function as given does not build)."""
+    from test_passes import replace_op
+
+    from taso_relay.passes import TASOOptimizer
+
+    monkeypatch.setattr(TASOOptimizer, "optimize_graph", lambda self, g, report=None: replace_op(g, "relu", "sigmoid"))
+    model, mod16 = float16_concat_bn()
+    taso = TASOPass(verify_speed=True, speed_budget=0.05, check=False)
+    with pytest.warns(UserWarning, match=r"returned 'main' re-emitted from its graph, which builds and computes what "
+                                         r"the original graph does \(no rewrite: search: computes different results"):
+        out16 = taso(mod16)
+    report = taso.report["main"]
+    assert report.status == "re-emitted" and report.refused[0][:2] == ("search", "numeric")
+    assert [c.candidate for c in report.speed_tried] == ["search", "re-emission"]
+    assert_computes_the_float32_original(model, out16, run_module, rng)
