@@ -345,7 +345,8 @@ class TASOOptimizer:
         report.graph_after = best
         candidates = self._candidates(graph, best, report)
         if not candidates:  # nothing to check or emit: the very function given, if TVM builds it
-            return self._reemitted(report, imported, self._probe(func, mod, report)) or func
+            reemitted = self._reemitted(report, imported, self._probe(func, mod, report))
+            return func if reemitted is None else reemitted
         refused = None
         for label, candidate in candidates:
             rewritten, refused = self._vet(func, mod, graph, candidate, imported, report, label)
