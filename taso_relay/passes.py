@@ -398,7 +398,7 @@ class TASOOptimizer:
         """(the rewritten function, None) if `candidate` passes the checks, else (None, (by, why))."""
         if self.check and not self._same_results(graph, candidate, imported, mod, report):
             return None, ("numeric", "computes different results")
-        rewritten = function_from_graph(candidate, report.name, imported.signature, fold_weights=True)
+        rewritten = _emitted(candidate, report.name, imported.signature)
         if self.verifies_speed:
             contested = label == CONTESTED  # the judge refused it: it must measure clearly faster
             check = self._speed_check(func, rewritten, mod, report, contested=contested)
@@ -541,14 +541,10 @@ class TASOOptimizer:
         where TVM's trouble was how the importer wrote it (a float16 batch norm: TVM 0.27's default
         pipeline cannot build it, its arithmetic builds); where that does not build either, its outputs
         are compared with the original graph's as the numpy interpreter computes them."""
-        from .guard.speed import measure
-
-        original = mod if _named_in(mod, name) else tvm.IRModule({name: func})
-        changed = original.clone()
-        changed[name] = rewritten
+        original = _module_of(func, mod, name)
+        changed = _with(original, name, rewritten)
         tune = getattr(self.cost_model(), "tune_modules", None)
-        timed = functools.partial(measure, func=name, target=self._speed_target(), lowering=lowering,
-                                  budget_s=self.speed_budget, seed=self.seed, close=_close, compiled=self._compiled)
+        timed = self._timer(name, lowering)
         if callable(tune):  # a kernel the judge did not meet alone (fused otherwise) must not run unscheduled
             try:
                 database = tune([original, changed])
@@ -579,8 +575,7 @@ class TASOOptimizer:
         does not build and run either (or there is no graph)."""
         if graph is None:
             return None
-        baseline = original.clone()
-        baseline[name] = function_from_graph(graph, name, signature, fold_weights=True)
+        baseline = _with(original, name, _emitted(graph, name, signature))
         if callable(tune):
             try:
                 database = tune([baseline, changed])
@@ -613,7 +608,14 @@ class TASOOptimizer:
             how = " and computes what the original graph does"
         report.warnings.append(f"taso_relay: {check.note}; returned '{report.name}' re-emitted from its graph, "
                                f"which builds{how} (no rewrite: {why})")
-        return function_from_graph(report.graph_before, report.name, imported.signature, fold_weights=True)
+        return _emitted(report.graph_before, report.name, imported.signature)
+
+    def _timer(self, name: str, lowering: str):
+        """guard.speed.measure(original, rewritten, ...) with this pass's settings for function `name`."""
+        from .guard.speed import measure
+
+        return functools.partial(measure, func=name, target=self._speed_target(), lowering=lowering,
+                                 budget_s=self.speed_budget, seed=self.seed, close=_close, compiled=self._compiled)
 
     def _probe(self, func, mod, report: FunctionReport):
         """Where no speed check built the function as given, and its re-emission may build where it
@@ -632,20 +634,15 @@ class TASOOptimizer:
         if lowering != "default":  # MetaSchedule's pipeline builds a float16 batch_norm
             return None
         name = report.name
-        original = mod if _named_in(mod, name) else tvm.IRModule({name: func})
-        target = self._speed_target()
+        original = _module_of(func, mod, name)
         try:
-            compile_cached(original, target, database, lowering, self._compiled)
+            compile_cached(original, self._speed_target(), database, lowering, self._compiled)
             return None  # it builds as given
         except Exception:  # noqa: BLE001 - TVM cannot build it: try its re-emission
             pass
-        from .guard.speed import measure
-
-        reemitted = original.clone()
-        reemitted[name] = function_from_graph(graph, name, report.signature, fold_weights=True)
-        check = measure(original, reemitted, name, target, lowering=lowering, database=database,
-                        budget_s=self.speed_budget, seed=self.seed, close=_close, compiled=self._compiled,
-                        reference=_reference(graph, report.signature))
+        reemitted = _with(original, name, _emitted(graph, name, report.signature))
+        check = self._timer(name, lowering)(original, reemitted, database=database,
+                                            reference=_reference(graph, report.signature))
         check.candidate = "re-emission"
         check.kept = check.builds == (False, True) and check.same_outputs is True
         report.speed, report.speed_tried = check, report.speed_tried + [check]
@@ -804,6 +801,23 @@ def _tuned_alone(tune, original, changed):
         except Exception:  # noqa: BLE001 - this one is what TVM cannot lower
             builds.append(False)
     return database, tuple(builds)
+
+
+def _emitted(graph: Graph, name: str, signature):
+    """`graph` as the Relax function `name` the pass returns (weight-only computations folded in numpy)."""
+    return function_from_graph(graph, name, signature, fold_weights=True)
+
+
+def _module_of(func, mod, name: str):
+    """The module the function is checked in: `mod` where it holds `name`, else one of the function alone."""
+    return mod if _named_in(mod, name) else tvm.IRModule({name: func})
+
+
+def _with(module, name: str, func):
+    """A copy of `module` with `func` as `name`."""
+    changed = module.clone()
+    changed[name] = func
+    return changed
 
 
 def _reference(graph: Graph | None, signature):

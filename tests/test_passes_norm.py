@@ -153,22 +153,35 @@ def assert_computes_the_float32_original(model, out16, run_module, rng):
     assert np.abs(got - want).max() <= 1e-2 * float(np.abs(want).max())
 
 
-def timed_against_reemission(monkeypatch, before, after):
-    """The speed check against the re-emission, really built, run and compared, with these round times."""
-    import statistics
-
+def against_reemission_then(monkeypatch, change):
+    """The speed check against the re-emission, really built, run and compared, then `change`d."""
     from taso_relay.passes import TASOOptimizer
 
     real = TASOOptimizer._against_reemitted
 
     def against(*args):
         check = real(*args)
-        if check is not None and check.measured:
-            check.before_rounds, check.after_rounds = list(before), list(after)
-            check.before_s, check.after_s = statistics.median(before), statistics.median(after)
+        if check is not None:
+            change(check)
         return check
 
     monkeypatch.setattr(TASOOptimizer, "_against_reemitted", staticmethod(against))
+
+
+def timed_against_reemission(monkeypatch, before, after):
+    """... with these round times."""
+    import statistics
+
+    def times(check):
+        check.before_rounds, check.after_rounds = list(before), list(after)
+        check.before_s, check.after_s = statistics.median(before), statistics.median(after)
+
+    against_reemission_then(monkeypatch, times)
+
+
+def reemission_disagrees(monkeypatch):
+    """... as if the re-emission computed otherwise than the rewrite."""
+    against_reemission_then(monkeypatch, lambda check: setattr(check, "same_outputs", False))
 
 
 def test_a_float16_batch_norm_left_unfolded_is_emitted_as_arithmetic_that_builds(run_module, rng, monkeypatch):
@@ -305,16 +318,7 @@ def test_where_the_interpreter_cannot_run_the_original_the_warning_says_its_outp
 def test_where_the_rewrite_and_the_reemission_disagree_the_original_graph_decides(monkeypatch):
     """Which of two compiled functions that differ is wrong, neither says: the rewrite is then compared with
     the numpy interpreter's run of the original graph (here it agrees: kept, untimed, with a warning)."""
-    from taso_relay.passes import TASOOptimizer
-
-    real = TASOOptimizer._against_reemitted
-
-    def against(*args):
-        check = real(*args)
-        check.same_outputs = False  # as if the re-emission computed otherwise
-        return check
-
-    monkeypatch.setattr(TASOOptimizer, "_against_reemitted", staticmethod(against))
+    reemission_disagrees(monkeypatch)
     _, mod16 = float16_conv_bn_concat_bn()
     taso = TASOPass(verify_speed=True, speed_budget=0.05, min_gain=0.0)
     with pytest.warns(UserWarning, match="the rewritten one builds and computes what the original graph does"):
@@ -342,16 +346,8 @@ def test_a_reemission_that_cannot_be_compared_is_not_returned(monkeypatch):
 
 def test_where_they_disagree_and_the_interpreter_cannot_say_the_rewrite_is_refused(monkeypatch):
     from taso_relay import passes
-    from taso_relay.passes import TASOOptimizer
 
-    real = TASOOptimizer._against_reemitted
-
-    def against(*args):
-        check = real(*args)
-        check.same_outputs = False
-        return check
-
-    monkeypatch.setattr(TASOOptimizer, "_against_reemitted", staticmethod(against))
+    reemission_disagrees(monkeypatch)
     monkeypatch.setattr(passes, "_reference", lambda graph, signature: (lambda arrays: None))
     _, mod16 = float16_conv_bn_concat_bn()
     taso = TASOPass(verify_speed=True, speed_budget=0.05, min_gain=0.0)

@@ -89,6 +89,12 @@ def first_output(model, keyword: str):
     return First()
 
 
+def export_on_tokens(models: dict, ids, out: Path, **kwargs) -> None:
+    """Each transformers model of {file stem: model} called on the token ids `ids` (its first output)."""
+    for name, model in models.items():
+        export(first_output(model, "input_ids"), (ids,), out / f"{name}.onnx", input_names=["input_ids"], **kwargs)
+
+
 def hf(out: Path) -> None:
     import torch
     import transformers as T
@@ -101,9 +107,7 @@ def hf(out: Path) -> None:
         "hf_roberta": T.RobertaModel(T.RobertaConfig(vocab_size=100, **SMALL)),
         "hf_albert": T.AlbertModel(T.AlbertConfig(vocab_size=100, embedding_size=32, **SMALL)),
     }
-    ids = torch.randint(0, 100, (1, 16))
-    for name, model in text.items():
-        export(first_output(model, "input_ids"), (ids,), out / f"{name}.onnx", input_names=["input_ids"])
+    export_on_tokens(text, torch.randint(0, 100, (1, 16)), out)
     vit = T.ViTModel(T.ViTConfig(image_size=32, patch_size=8, **SMALL))
     export(first_output(vit, "pixel_values"), (torch.randn(1, 3, 32, 32),), out / "hf_vit.onnx")
 
@@ -174,12 +178,10 @@ def wider(out: Path) -> None:
     bart = T.BartModel(T.BartConfig(vocab_size=100, d_model=64, encoder_layers=2, decoder_layers=2,
                                     encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128,
                                     decoder_ffn_dim=128, max_position_embeddings=32))
-    for name, model in (("hf_deberta_v2", deberta), ("hf_clip_text", clip_text), ("hf_bart_encoder", bart.encoder)):
-        export(first_output(model, "input_ids"), (ids,), out / f"{name}.onnx", input_names=["input_ids"])
+    export_on_tokens({"hf_deberta_v2": deberta, "hf_clip_text": clip_text, "hf_bart_encoder": bart.encoder}, ids, out)
     qwen2 = T.Qwen2Model(T.Qwen2Config(vocab_size=100, num_key_value_heads=2, use_cache=False, **SMALL))
     phi = T.PhiModel(T.PhiConfig(vocab_size=100, partial_rotary_factor=0.5, use_cache=False, **SMALL))
-    for name, model in (("dynamo_hf_qwen2", qwen2), ("dynamo_hf_phi", phi)):
-        export(first_output(model, "input_ids"), (ids,), out / f"{name}.onnx", dynamo=True, input_names=["input_ids"])
+    export_on_tokens({"dynamo_hf_qwen2": qwen2, "dynamo_hf_phi": phi}, ids, out, dynamo=True)
     images = {
         "hf_clip_vision": (T.CLIPVisionModel(T.CLIPVisionConfig(image_size=32, patch_size=8, **SMALL)), 32),
         "hf_beit": (T.BeitModel(T.BeitConfig(image_size=32, patch_size=8, use_relative_position_bias=True, **SMALL)),
@@ -271,18 +273,17 @@ def hf2(out: Path) -> None:
 
     ids = torch.randint(0, 100, (1, 16))
     text = {
-        "electra": T.ElectraModel(T.ElectraConfig(vocab_size=100, embedding_size=32, **SMALL)),
-        "mpnet": T.MPNetModel(T.MPNetConfig(vocab_size=100, **SMALL)),
-        "gpt_neo": T.GPTNeoModel(T.GPTNeoConfig(vocab_size=100, hidden_size=64, num_layers=2, num_heads=4,
+        "hf_electra": T.ElectraModel(T.ElectraConfig(vocab_size=100, embedding_size=32, **SMALL)),
+        "hf_mpnet": T.MPNetModel(T.MPNetConfig(vocab_size=100, **SMALL)),
+        "hf_gpt_neo": T.GPTNeoModel(T.GPTNeoConfig(vocab_size=100, hidden_size=64, num_layers=2, num_heads=4,
                                                 attention_types=[[["global", "local"], 1]], window_size=8)),
-        "bloom": T.BloomModel(T.BloomConfig(vocab_size=100, hidden_size=64, n_layer=2, n_head=4)),
-        "convbert": T.ConvBertModel(T.ConvBertConfig(vocab_size=100, embedding_size=64, **SMALL)),
-        "funnel": T.FunnelBaseModel(T.FunnelConfig(vocab_size=100, d_model=64, n_head=4, d_head=16, d_inner=128,
+        "hf_bloom": T.BloomModel(T.BloomConfig(vocab_size=100, hidden_size=64, n_layer=2, n_head=4)),
+        "hf_convbert": T.ConvBertModel(T.ConvBertConfig(vocab_size=100, embedding_size=64, **SMALL)),
+        "hf_funnel": T.FunnelBaseModel(T.FunnelConfig(vocab_size=100, d_model=64, n_head=4, d_head=16, d_inner=128,
                                                    block_sizes=[1, 1])),
-        "xlnet": T.XLNetModel(T.XLNetConfig(vocab_size=100, d_model=64, n_layer=2, n_head=4, d_inner=128)),
+        "hf_xlnet": T.XLNetModel(T.XLNetConfig(vocab_size=100, d_model=64, n_layer=2, n_head=4, d_inner=128)),
     }
-    for name, model in text.items():
-        export(first_output(model, "input_ids"), (ids,), out / f"hf_{name}.onnx", input_names=["input_ids"])
+    export_on_tokens(text, ids, out)
     vision = {
         "swinv2": T.Swinv2Model(T.Swinv2Config(image_size=64, patch_size=4, embed_dim=16, depths=[1, 1],
                                                num_heads=[2, 4], window_size=4)),

@@ -55,7 +55,11 @@ def function_from_graph(graph: Graph, name: str = "main", signature: Signature |
 def writes_float16_batch_norms(graph: Graph) -> bool:
     """Whether emitting `graph` writes a float16 batch norm as its arithmetic: then the emission may build
     where the function as imported does not (TVM 0.27's default pipeline cannot build a float16 batch_norm)."""
-    return any(graph.type_of(n.inputs[0]).dtype == "float16" for n in graph.nodes if n.op == "batch_norm")
+    return any(_float16_batch_norm(n.op, [graph.type_of(r) for r in n.inputs]) for n in graph.nodes)
+
+
+def _float16_batch_norm(op: str, types) -> bool:
+    return op == "batch_norm" and types[0].dtype == "float16"
 
 
 def module_from_graph(graph: Graph, name: str = "main", signature: Signature | None = None, *,
@@ -122,7 +126,7 @@ class _Emitter:
             expr = recall_opaque(record, args)
             return self._bind(i, expr, len(node.types), record.tgi, tuple_result=_is_tuple(record.call))
         types = [self.graph.type_of(r) for r in node.inputs]
-        if node.op == "batch_norm" and (self.weight_only[i] or types[0].dtype == "float16"):
+        if _float16_batch_norm(node.op, types) or (node.op == "batch_norm" and self.weight_only[i]):
             # before any recorded call of the same form: TVM 0.27's default pipeline legalizes a float16
             # batch_norm to a float32 result, which a following concat or binary op refuses; arithmetic builds
             return [_batch_norm_arithmetic(self.bb, a, args, types)]
