@@ -680,26 +680,36 @@ def test_an_unnamed_symbolic_dimension_gets_a_hint_that_works():
     assert relax.transform.BindSymbolicVars({n: 1})(mod)["main"].params[0].ty.shape[0].value == 1  # as it says
 
 
+def _folded(onnx_model):
+    """The model imported and passed under a fixed cost (conv2d 10, no speed check): module, result, report."""
+    from taso_relay.cost import FixedCost
+
+    mod = import_onnx(onnx_model)
+    taso = TASOPass(cost=FixedCost({"conv2d": 10.0}), time_limit=10, verify_speed=False)
+    out = taso(mod)
+    report = taso.report["main"]
+    assert report.status == "optimized", report.summary()
+    return mod, out, report
+
+
+def _assert_computes_the_same(mod, out, rng, run_module):
+    inputs = random_inputs(mod["main"].params, rng)
+    for want, got in zip(run_module(mod, inputs), run_module(out, inputs)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
 def test_pass_sums_convs_of_one_input_with_their_biases(run_module, rng):
     """RepVGG's unmerged form: (conv(x, w1) + b1) + (conv(x, w2) + b2) becomes one conv on w1 + w2
     (rules/handwritten_sum.json), and a 3x3 and a 1x1 branch with batch norms one 3x3 conv after the
     folds; the compiled result computes what the original does."""
     from bridge_onnx_models import branches_summed
 
-    from taso_relay.cost import FixedCost
-
-    mod = import_onnx(branches_summed())
-    taso = TASOPass(cost=FixedCost({"conv2d": 10.0}), time_limit=10, verify_speed=False)
-    out = taso(mod)
-    report = taso.report["main"]
-    assert report.status == "optimized", report.summary()
+    mod, out, report = _folded(branches_summed())
     assert report.ops_before["conv2d"] == 4 and report.ops_after["conv2d"] == 2
     assert not report.ops_after.get("split") and not report.ops_after.get("strided_slice")  # summed, not merged
     applied = [r.split(" ")[0] for r in report.rewrites]
     assert "h-sum-conv-bias" in applied and "h-sum-conv-bias-enlarge" in applied, applied
-    inputs = random_inputs(mod["main"].params, rng)
-    for want, got in zip(run_module(mod, inputs), run_module(out, inputs)):
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+    _assert_computes_the_same(mod, out, rng, run_module)
 
 
 def test_pass_reparameterizes_blocks_in_their_training_time_form(run_module, rng):
@@ -708,20 +718,28 @@ def test_pass_reparameterizes_blocks_in_their_training_time_form(run_module, rng
     summed, the input joining as an identity kernel), and the compiled result computes what the original does."""
     from bridge_onnx_models import reparam_blocks
 
-    from taso_relay.cost import FixedCost
-
-    mod = import_onnx(reparam_blocks())
-    taso = TASOPass(cost=FixedCost({"conv2d": 10.0}), time_limit=10, verify_speed=False)
-    out = taso(mod)
-    report = taso.report["main"]
-    assert report.status == "optimized", report.summary()
+    mod, out, report = _folded(reparam_blocks())
     assert report.ops_before["conv2d"] == 7 and report.ops_after["conv2d"] == 3, report.ops_after
     assert not report.ops_after.get("batch_norm"), report.ops_after
     applied = {r.split(" ")[0] for r in report.rewrites}
     assert {"h-sum-conv-bn-identity", "h-sum-conv-identity", "h-sum-conv-bias-enlarge"} <= applied, applied
-    inputs = random_inputs(mod["main"].params, rng)
-    for want, got in zip(run_module(mod, inputs), run_module(out, inputs)):
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+    _assert_computes_the_same(mod, out, rng, run_module)
+
+
+def test_pass_reparameterizes_fastvit_blocks_and_folds_their_layer_scales(run_module, rng):
+    """FastViT's RepMixer (a batch norm of the input subtracted from the mixer's branches, times a layer scale,
+    plus the input), its scaled conv MLP and a 1x1 MobileOne block summed from 0: every batch norm, subtraction
+    and layer scale folded into the convs (the RepMixer one depthwise conv, as timm's reparameterize makes it),
+    and the compiled result computes what the original does."""
+    from bridge_onnx_models import fastvit_blocks
+
+    mod, out, report = _folded(fastvit_blocks())
+    assert report.ops_before["conv2d"] == 5 and report.ops_after["conv2d"] == 4, report.ops_after
+    for op in ("batch_norm", "sub", "mul"):
+        assert report.ops_before[op] and not report.ops_after.get(op), (op, report.ops_after)
+    applied = {r.split(" ")[0] for r in report.rewrites}
+    assert {"h-sub-conv-bn-identity", "h-factor-conv-bias3", "h-sum-conv-identity", "h-add-consts-across"} <= applied
+    _assert_computes_the_same(mod, out, rng, run_module)
 
 
 def test_float16_blocks_are_reparameterized_as_their_float32_form_is(run_module, rng):

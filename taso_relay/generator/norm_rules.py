@@ -4,7 +4,9 @@ TASO's operator set has no batch norm, so its generator cannot find these. The
 fold is written with batch norms over constants (ones and zeros), which
 FoldConstant evaluates: the conv's kernels scaled per output channel, and a
 per-channel shift. Proved by the axioms norm/bn_affine(_bias) and
-norm/conv_scale_weights:
+norm/conv_scale_weights. A constant factor per output channel after a conv
+(timm's layer scale, `x * gamma` with gamma (C, 1, 1) or (1, C, 1, 1)) folds
+the same way, into the kernels and the bias (axioms norm/conv_channel_factor):
 
     python -m taso_relay.generator.norm_rules --out rules/handwritten_norm.json
     taso-relay rules verify rules/handwritten_norm.json
@@ -57,18 +59,52 @@ def _fold(id_, with_bias: bool, doc: str) -> dict:
                            "phase": "first"}}
 
 
+_FACTORS = {4: "(1, dim(w, 0), 1, 1)", 3: "(dim(w, 0), 1, 1)"}  # a factor per output channel, by its rank
+_OUT_IN_SWAPPED = [1, 0, 2, 3]  # a kernel's out-channels and in-channels swapped
+
+
+def _factor(id_, rank: int, with_bias: bool) -> dict:
+    """(conv(x, w) [+ bias]) * f => conv(x, w scaled by f per out-channel) [+ bias * f], for a weight f with one
+    value per output channel: timm's layer scale, (1, C, 1, 1) or (C, 1, 1). The kernel is scaled with its
+    out-channels moved to axis 1, where f's channels broadcast as on the conv's output (axioms
+    norm/conv_channel_factor3 and 4)."""
+    source = [_node("c", "conv2d", ["x", "w"], **_CONV)]
+    if with_bias:
+        source.append(_node("a", "add", ["c", "bias"]))
+    source.append(_node("m", "mul", [source[-1]["id"], "f"]))
+    target = [_node("w_t", "transpose", ["w"], perm=_OUT_IN_SWAPPED), _node("w_tf", "mul", ["w_t", "f"]),
+              _node("w_f", "transpose", ["w_tf"], perm=_OUT_IN_SWAPPED), _node("conv", "conv2d", ["x", "w_f"], **_CONV)]
+    if with_bias:
+        target += [_node("bias_f", "mul", ["bias", "f"]), _node("out", "add", ["conv", "bias_f"])]
+    inputs = [("x", "any"), ("w", "weight"), ("f", "weight")] + [("bias", "weight")] * with_bias
+    shapes = {"x": [1, 4, 8, 8], "w": [6, 2, 3, 3], "f": [1, 6, 1, 1][4 - rank:]}
+    if with_bias:
+        shapes["bias"] = [1, 6, 1, 1]
+    return {"id": id_, "inputs": [{"name": n, "kind": k} for n, k in inputs], "source": source, "target": target,
+            "outputs": [["m", "out" if with_bias else "conv"]],
+            "constraints": [f"shape(f) == {_FACTORS[rank]}"]
+                           + ["shape(bias) == (1, dim(w, 0), 1, 1)"] * with_bias,
+            "example": {"inputs": shapes, "vars": {"s": [2, 2], "p": [1, 1, 1, 1], "d": [1, 1], "g": 2}},
+            "provenance": {"generator": "handwritten", "family": "norm", "proof": "axiom norm/conv_channel_factor",
+                           "doc": "A constant factor per output channel after a conv (a layer scale) folds into "
+                                  "the conv's kernels" + (" and bias." if with_bias else "."),
+                           "phase": "first"}}
+
+
 def norm_rules() -> list[dict]:
     return [
         _fold("h-bn-conv", False, "Inference batch norm after a conv folds into the conv's kernels and a "
                                   "per-channel shift."),
         _fold("h-bn-conv-bias", True, "The same with a conv bias (ONNX Conv with B) between: the bias goes "
                                       "through the batch norm."),
+        *(_factor(f"h-factor-conv{'-bias' * b}{r}", r, b) for r in (4, 3) for b in (True, False)),
     ]
 
 
 def main(argv=None) -> int:
     return write_main(argv, __doc__.splitlines()[0], norm_rules, (
-        "Rules TASO's generator cannot find (batch norm is outside its operator set; "
+        "Rules TASO's generator cannot find (batch norm is outside its operator set; a per-channel factor "
+        "after a conv folded into it; "
         "taso_relay/generator/norm_rules.py); proved like the generated ones (taso-relay rules verify)."))
 
 

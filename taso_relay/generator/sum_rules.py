@@ -26,9 +26,16 @@ the bias. Only for "same" convs of stride 1 with as many outputs as inputs:
     x + (conv(x, w) + b)             =>  conv(x, w + I) + b
     bn(x) + (conv(x, w) + b)         =>  conv(x, w + I * scale) + (b + shift)
 
-Two more add constants in turn first, (x + c1) + c2 => x + (c1 + c2), for a
+and a branch subtracted (FastViT's RepMixer, x + layer_scale * (mixer(x) - bn(x)),
+whose layer scale then folds into the conv by norm_rules' h-factor rules) likewise:
+
+    (conv(x, w) + b) - bn(x)         =>  conv(x, w - I * scale) + (b - shift)
+
+Three more add constants in turn first, (x + c1) + c2 => x + (c1 + c2), for a
 scalar c2 or one shaped as c1: timm's MobileOne starts its sum of branches from
-the number 0, which hides the first branch's bias from the rules above.
+the number 0, which hides the first branch's bias from the rules above; and
+where that first branch has no bias, (y + c1) + (z + c2) => y + (z + (c2 + c1))
+for a scalar c1.
 
 After these, a block exported in its training-time form computes what its
 re-parameterized form computes, with one conv. All are first-phase rules
@@ -70,10 +77,23 @@ def sum_rules() -> list[dict]:
               {"x": [1, 4, 7, 6], "w1": [6, 2, 3, 5], "w2": [6, 2, 1, 3]}, {"s": [1, 2], "g": 2}),
         _identity_rule("h-sum-conv-identity", batch_norm=False),
         _identity_rule("h-sum-conv-bn-identity", batch_norm=True),
+        # FastViT's RepMixer subtracts a batch norm of its input from its mixer's branches: x + s * (mixer(x) - bn(x))
+        _identity_rule("h-sub-conv-identity", batch_norm=False, subtract=True),
+        _identity_rule("h-sub-conv-bn-identity", batch_norm=True, subtract=True),
         # timm's MobileOne starts its sum of branches from the number 0: (conv(x, w) + b) + 0. Two constants
         # added one after the other are added first (folded), so the sum rules see conv + bias again
         _constants_rule("h-add-consts-scalar", "rank(c2) == 0", {"c1": [1, 4, 1, 1], "c2": []}),
         _constants_rule("h-add-consts-same", "shape(c2) == shape(c1)", {"c1": [1, 4, 1, 1], "c2": [1, 4, 1, 1]}),
+        # or from a branch without a bias (FastViT's 1x1 MobileOne blocks: (bn(x) + 0) + (conv(x) + b)): the number
+        # joins the other branch's constant
+        {"id": "h-add-consts-across",
+         "inputs": [{"name": "y", "kind": "any"}, {"name": "z", "kind": "any"}, {"name": "c1", "kind": "weight"},
+                    {"name": "c2", "kind": "weight"}],
+         "source": [node("a1", "add", ["y", "c1"]), node("a2", "add", ["z", "c2"]), node("s", "add", ["a1", "a2"])],
+         "target": [node("c", "add", ["c2", "c1"]), node("a", "add", ["z", "c"]), node("t", "add", ["y", "a"])],
+         "outputs": [["s", "t"]], "constraints": ["rank(c1) == 0"],
+         "example": {"inputs": {"y": [1, 4, 3, 3], "z": [1, 4, 3, 3], "c1": [], "c2": [1, 4, 1, 1]}},
+         "provenance": _CONSTANTS_PROVENANCE},
     ]
 
 
@@ -109,26 +129,29 @@ def _rule(id_, attrs1, attrs2, summed_weights, constraints, example, example_var
             "provenance": _PROVENANCE}
 
 
-def _identity_rule(id_, batch_norm: bool) -> dict:
+def _identity_rule(id_, batch_norm: bool, subtract: bool = False) -> dict:
     """x + (conv(x, w1) + b1) => conv(x, w1 + I) + b1, or with bn(x) for x: I scaled by the batch norm's
     gamma / sqrt(var + eps) per output channel, its shift beta - mean * scale added to the bias (the batch
-    norms of constants that say so are folded when TVM compiles, as in norm_rules)."""
+    norms of constants that say so are folded when TVM compiles, as in norm_rules). With `subtract`, the
+    branch is subtracted from the conv's, (conv(x, w1) + b1) - x, and so are its kernel and shift."""
+    join = "sub" if subtract else "add"
     conv = {"padding": HALF.format("w1"), "groups": "?g"}  # strides and dilation 1: the default
     source = [node("c1", "conv2d", ["x", "w1"], **conv), node("a1", "add", ["c1", "b1"])]
     kernel_shape = "=(dim(w1, 0), dim(w1, 1), dim(w1, 2), dim(w1, 3))"
     target = [node("i", "constant", [], kind="identity_conv", shape=kernel_shape)]
     if batch_norm:
-        source += [node("bn", "batch_norm", ["x"] + BN, axis=1, epsilon="?e"), node("s", "add", ["bn", "a1"])]
+        source += [node("bn", "batch_norm", ["x"] + BN, axis=1, epsilon="?e"),
+                   node("s", "sub", ["a1", "bn"]) if subtract else node("s", "add", ["bn", "a1"])]
         target += [node("zero", "sub", ["mean", "mean"]),
                    # the scale over the whole kernel (a batch norm over axis 0 of ones of its shape): the product
                    # keeps the kernel's shape, which the proof needs
                    node("ones_w", "constant", [], kind="ones", shape=kernel_shape),
                    node("scale", "batch_norm", ["ones_w", "gamma", "zero", "zero", "var"], axis=0, epsilon="?e"),
-                   node("si", "mul", ["i", "scale"]), node("w", "add", ["w1", "si"]),
-                   *shift_nodes("dim(w1, 0)"), node("b", "add", ["b1", "shift"])]
+                   node("si", "mul", ["i", "scale"]), node("w", join, ["w1", "si"]),
+                   *shift_nodes("dim(w1, 0)"), node("b", join, ["b1", "shift"])]
     else:
-        source += [node("s", "add", ["x", "a1"])]
-        target += [node("w", "add", ["w1", "i"])]
+        source += [node("s", "sub", ["a1", "x"]) if subtract else node("s", "add", ["x", "a1"])]
+        target += [node("w", join, ["w1", "i"])]
     target += [node("c", "conv2d", ["x", "w"], **conv), node("t", "add", ["c", "b" if batch_norm else "b1"])]
     weights = ["w1", "b1"] + (BN if batch_norm else [])
     shapes = {"x": [1, 4, 5, 6], "w1": [4, 2, 3, 1], "b1": [1, 4, 1, 1]} | dict.fromkeys(BN * batch_norm, [4])
@@ -149,7 +172,8 @@ def main(argv=None) -> int:
     return write_main(argv, __doc__.splitlines()[0], sum_rules, (
         "Two convs of one input, each with its bias added, summed: one conv on the summed weights, the biases summed "
         "(conv is linear in its weights; padding, strides, dilation and groups free but shared); a block's identity "
-        "branch (the input, or its batch norm) joined as an identity kernel; constants added one after the other "
+        "branch (the input, or its batch norm) joined as an identity kernel, or subtracted from it (FastViT's "
+        "RepMixer); constants added one after the other "
         "added first. Together they turn RepVGG's, MobileOne's and RepViT's training-time blocks into their one-conv "
         "form; first-phase rules: they only remove work (taso_relay/generator/sum_rules.py). Proved like the "
         "generated ones (taso-relay rules verify)."))

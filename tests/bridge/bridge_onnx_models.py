@@ -130,6 +130,29 @@ def reparam_blocks():
     return b.build([("x", F32, [1, 8, 10, 10])], [(repvit, F32, [1, 8, 10, 10])])
 
 
+def fastvit_blocks():
+    """FastViT's blocks in their training-time form, as timm computes them: a RepMixer, x + gamma * (mixer(x) -
+    bn(x)) with a MobileOne mixer (1x1 and 3x3 depthwise branches and a batch norm of the input); a conv MLP
+    scaled the same way, y + gamma2 * fc2(relu(fc1(y))); a 1x1 MobileOne block with no scale branch, whose sum
+    starts from the number 0: (0 + bn(z)) + conv_bn(z). The layer scales are (C, 1, 1), as timm's are."""
+    b = Model(7)
+
+    def conv_bn(x, k, group=1):
+        return b.bn(b.op("Conv", [x, b.weight((8, 8 // group, k, k))], pads=[k // 2] * 4, group=group), 8)
+
+    def fc(x):
+        return b.op("Conv", [x, b.weight((8, 8, 1, 1)), b.weight((8,))])
+
+    def add(x, y):
+        return b.op("Add", [x, y])
+
+    mixer = add(add(conv_bn("x", 1, 8), b.bn("x", 8)), conv_bn("x", 3, 8))
+    y = add("x", b.op("Mul", [b.op("Sub", [mixer, b.bn("x", 8)]), b.weight((8, 1, 1))]))
+    z = add(y, b.op("Mul", [fc(b.op("Relu", [fc(y)])), b.weight((8, 1, 1))]))
+    out = b.op("Relu", [add(add(b.const(0.0, np.float32), b.bn(z, 8)), conv_bn(z, 1))])
+    return b.build([("x", F32, [1, 8, 10, 10])], [(out, F32, [1, 8, 10, 10])])
+
+
 def transformer_layer(seq=6, dim=8, heads=2):
     """Self-attention (MatMul, Softmax), residuals, LayerNormalization and a GELU written with Erf."""
     m = Model(3)

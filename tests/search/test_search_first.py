@@ -19,7 +19,10 @@ def fold_rules():
     assert {m.rule.id for m in rules} == {"h-bn-conv", "h-bn-conv-bias", "h-pad-conv", "h-pad-avg_pool2d",
                                               "h-pad-avg_pool2d-uncounted", "h-sum-conv-bias", "h-sum-conv-bias1",
                                               "h-sum-conv-bias-enlarge", "h-sum-conv-identity",
-                                              "h-sum-conv-bn-identity", "h-add-consts-scalar", "h-add-consts-same"}
+                                              "h-sum-conv-bn-identity", "h-add-consts-scalar", "h-add-consts-same",
+                                              "h-sub-conv-identity", "h-sub-conv-bn-identity", "h-add-consts-across",
+                                              "h-factor-conv-bias4", "h-factor-conv-bias3", "h-factor-conv4",
+                                              "h-factor-conv3"}
     return [m.rule for m in rules]
 
 

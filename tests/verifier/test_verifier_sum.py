@@ -10,10 +10,12 @@ from taso_relay.verifier.prover import PROVED, REFUTED, prove_rule
 DOCS = shipped_docs("handwritten_sum")
 
 
-def test_the_seven_forms_are_recorded_proved_and_prove_again():
+def test_the_ten_forms_are_recorded_proved_and_prove_again():
     """What default_rules() loads (the recorded verdict), and a fresh proof of each, its verdict cleared."""
-    assert sorted(DOCS) == ["h-add-consts-same", "h-add-consts-scalar", "h-sum-conv-bias", "h-sum-conv-bias-enlarge",
-                            "h-sum-conv-bias1", "h-sum-conv-bn-identity", "h-sum-conv-identity"]
+    assert sorted(DOCS) == ["h-add-consts-across", "h-add-consts-same", "h-add-consts-scalar",
+                            "h-sub-conv-bn-identity", "h-sub-conv-identity", "h-sum-conv-bias",
+                            "h-sum-conv-bias-enlarge", "h-sum-conv-bias1", "h-sum-conv-bn-identity",
+                            "h-sum-conv-identity"]
     fresh = {rid: prove_rule(rule_from_dict(unverified(doc)), timeout=20) for rid, doc in DOCS.items()}
     assert {rid: doc["verification"]["status"] for rid, doc in DOCS.items()} == dict.fromkeys(DOCS, PROVED)
     assert {rid: v.status for rid, v in fresh.items()} == dict.fromkeys(DOCS, PROVED), \
@@ -49,6 +51,10 @@ WRONG = [
     _target_changed("h-sum-conv-bn-identity", "shift-dropped", "t", inputs=["c", "b1"]),
     # the second constant subtracted instead of added
     _target_changed("h-add-consts-same", "subtracted", "c", op="sub"),
+    _target_changed("h-add-consts-across", "subtracted", "c", op="sub"),
+    # a subtracted branch's kernel or shift added instead
+    _target_changed("h-sub-conv-identity", "kernel-added", "w", op="add"),
+    _target_changed("h-sub-conv-bn-identity", "shift-added", "b", op="add"),
 ]
 
 

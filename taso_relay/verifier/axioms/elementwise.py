@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .base import N, axiom
 
-RANKS = {"a": ("d0", "d1"), "b": ("d0", "d1"), "c": ("d0", "d1")}
+RANKS = {"a": ("d0", "d1"), "b": ("d0", "d1"), "c": ("d0", "d1"), "d": ("d0", "d1")}
 DIMS = {"d0": (1, 2, 3), "d1": (1, 2, 3, 4)}
 
 
@@ -26,6 +26,8 @@ AXIOMS = [
         N("add", N("mul", "a", "b"), N("mul", "a", "c")), both_ways=True),
     _ax("mul_sub_distrib", N("mul", "a", N("sub", "b", "c")),
         N("sub", N("mul", "a", "b"), N("mul", "a", "c")), both_ways=True),
+    _ax("sub_of_sums", N("sub", N("add", "a", "b"), N("add", "c", "d")),
+        N("add", N("sub", "a", "c"), N("sub", "b", "d")), "abcd"),
     _ax("sub_as_add_neg", N("sub", "a", "b"), N("add", "a", N("neg", "b")), "ab", both_ways=True),
     _ax("mul_neg", N("mul", "a", N("neg", "b")), N("neg", N("mul", "a", "b")), "ab", both_ways=True),
     _ax("div_add_distrib", N("div", N("add", "a", "b"), "c"),

@@ -60,6 +60,16 @@ AXIOMS = [
           domains={**CONV_DOMAINS, **EPS},
           doc="A per-output-channel factor (here a batch norm of ones) after a conv scales its "
               "kernels instead: output channel o reads kernel o only, for any groups."),
+    # a per-channel factor given as a tensor (timm's layer scale: (1, C, 1, 1) or (C, 1, 1)); the kernel is
+    # scaled with its out-channels moved last, where the factor's channels broadcast as they do on the output
+    *(axiom(f"conv_channel_factor{len(_f)}", "norm",
+            N("mul", N("conv2d", "x", "w", **CONV), "f"),
+            N("conv2d", "x", N("transpose", N("mul", N("transpose", "w", perm=(1, 0, 2, 3)), "f"),
+                               perm=(1, 0, 2, 3)), **CONV),
+            guard=[f"shape(f) == {_g}"], shapes={"x": X4, "w": W4, "f": _f}, domains=CONV_DOMAINS,
+            doc="A per-output-channel factor after a conv scales its kernels instead (any groups: output "
+                "channel o reads kernel o only).")
+      for _f, _g in (((1, "o", 1, 1), "(1, dim(w, 0), 1, 1)"), (("o", 1, 1), "(dim(w, 0), 1, 1)"))),
     axiom("conv_scaled_identity_kernel", "norm",
           N("conv2d", "x", N("mul", identity_kernel(), bn(_ones(("?o", "?i", "?kh", "?kw")), axis=0)),
             **IDENTITY_CONV_ATTRS),
