@@ -439,17 +439,19 @@ class TASOOptimizer:
         The region check is the fast path; a region it cannot evaluate, or a difference it finds,
         is decided by the whole function (numpy interpreter when it can, else TVM).
         """
-        region = check_region(before, after, _close, self.seed)
+        close = _close_for(before)
+        region = check_region(before, after, close, self.seed)
         if region.same or before.output_types != after.output_types:
             if report is not None:
                 report.check = region.describe()
             return bool(region.same)
-        same, how = self._whole_function_same(before, after, imported, mod)
+        same, how = self._whole_function_same(before, after, imported, mod, close)
         if report is not None:
             report.check = f"{region.describe()}; whole function ({how}): {'equal' if same else 'differ'}"
         return same
 
-    def _whole_function_same(self, before: Graph, after: Graph, imported: Imported, mod) -> tuple[bool, str]:
+    def _whole_function_same(self, before: Graph, after: Graph, imported: Imported, mod,
+                             close=None) -> tuple[bool, str]:
         rng = np.random.default_rng(self.seed)
         how = "numpy"
         try:
@@ -466,7 +468,7 @@ class TASOOptimizer:
                     module = module_from_graph(graph, sig.name, sig, mod=mod)
                     runs.append(execute.run_module(module, inputs, self.target, func=sig.name))
             want, got = runs
-        return all(_close(a, b) for a, b in zip(want, got)), how
+        return all((close or _close)(a, b) for a, b in zip(want, got)), how
 
     def _speed_check(self, func, rewritten, mod, report: FunctionReport, contested: bool = False):
         """Measure the original against the rewritten module; SpeedCheck.kept is the verdict.
@@ -544,7 +546,8 @@ class TASOOptimizer:
         original = _module_of(func, mod, name)
         changed = _with(original, name, rewritten)
         tune = getattr(self.cost_model(), "tune_modules", None)
-        timed = self._timer(name, lowering)
+        graph, signature = getattr(self, "_original_graph", (None, None))
+        timed = self._timer(name, lowering, graph)
         if callable(tune):  # a kernel the judge did not meet alone (fused otherwise) must not run unscheduled
             try:
                 database = tune([original, changed])
@@ -559,7 +562,6 @@ class TASOOptimizer:
         check = timed(original, changed, database=database, run_alone=False)
         if check.builds != (False, True):
             return check
-        graph, signature = getattr(self, "_original_graph", (None, None))
         against = self._against_reemitted(original, changed, name, graph, signature, timed, tune, database)
         if against is not None:
             against.note = "; ".join(filter(None, (check.note, against.note)))
@@ -610,12 +612,14 @@ class TASOOptimizer:
                                f"which builds{how} (no rewrite: {why})")
         return _emitted(report.graph_before, report.name, imported.signature)
 
-    def _timer(self, name: str, lowering: str):
-        """guard.speed.measure(original, rewritten, ...) with this pass's settings for function `name`."""
+    def _timer(self, name: str, lowering: str, graph: Graph | None):
+        """guard.speed.measure(original, rewritten, ...) with this pass's settings for function `name`, whose
+        original graph is `graph`."""
         from .guard.speed import measure
 
         return functools.partial(measure, func=name, target=self._speed_target(), lowering=lowering,
-                                 budget_s=self.speed_budget, seed=self.seed, close=_close, compiled=self._compiled)
+                                 budget_s=self.speed_budget, seed=self.seed, close=_close_for(graph),
+                                 compiled=self._compiled)
 
     def _probe(self, func, mod, report: FunctionReport):
         """Where no speed check built the function as given, and its re-emission may build where it
@@ -641,7 +645,7 @@ class TASOOptimizer:
         except Exception:  # noqa: BLE001 - TVM cannot build it: try its re-emission
             pass
         reemitted = _with(original, name, _emitted(graph, name, report.signature))
-        check = self._timer(name, lowering)(original, reemitted, database=database,
+        check = self._timer(name, lowering, graph)(original, reemitted, database=database,
                                             reference=_reference(graph, report.signature))
         check.candidate = "re-emission"
         check.kept = check.builds == (False, True) and check.same_outputs is True
@@ -849,10 +853,11 @@ def _reference(graph: Graph | None, signature):
     return outputs
 
 
-def _close(a: np.ndarray, b: np.ndarray) -> bool:
+def _close(a: np.ndarray, b: np.ndarray, within=None) -> bool:
     """Equal up to rounding in their float type, scaled by the reference's magnitude (NaN and inf where it
     has them): 1e-4 of it for float32 and wider, ten rounding steps (CLOSE_STEPS) for narrower floats,
-    where a merged matmul's reordered sums move float16 results by a few steps. The magnitude is the
+    where a merged matmul's reordered sums move float16 results by a few steps; or those of the float type
+    `within`, where that is narrower (the function computes in it: see _close_for). The magnitude is the
     largest finite element itself: with 1 + it, a random-weight MobileNet's logits (1e-9) agreed with
     anything smaller than 1e-4.
 
@@ -861,15 +866,18 @@ def _close(a: np.ndarray, b: np.ndarray) -> bool:
     blocks of CLOSE_BLOCK elements, so a language model's logits need no float64 copy of their own."""
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
-    if not np.issubdtype(a.dtype, np.floating):
+    if not _is_float(a.dtype):
         return bool(np.array_equal(a, b))
     if a.size == 0:
         return True
+    tolerance = _tolerance(a.dtype) if within is None else max(_tolerance(a.dtype), _tolerance(within))
+    if not np.issubdtype(a.dtype, np.floating):  # bfloat16 (ml_dtypes): exact in float32
+        a, b = a.astype(np.float32), b.astype(np.float32)
     flat_a, flat_b = a.reshape(-1), b.reshape(-1)
     blocks = range(0, flat_a.size, CLOSE_BLOCK)
     with np.errstate(all="ignore"):
         largest = max(_finite_max(np.abs(flat_a[i:i + CLOSE_BLOCK])) for i in blocks)
-        bound = _tolerance(a.dtype) * max(largest, float(np.finfo(a.dtype).tiny))
+        bound = tolerance * max(largest, float(np.finfo(a.dtype).tiny))
         for i in blocks:
             x, y = flat_a[i:i + CLOSE_BLOCK], flat_b[i:i + CLOSE_BLOCK]
             ok = np.abs(y.astype(np.float64) - x) <= bound  # exact: float32 - float32 in float64
@@ -889,6 +897,31 @@ CLOSE_STEPS = 10  # rounding steps allowed for narrower floats (float16: 1e-2 of
 
 def _tolerance(dtype) -> float:
     return max(CLOSE_RTOL, CLOSE_STEPS * float(np.finfo(dtype).eps))
+
+
+_NOT_COMPUTING = frozenset({"input", "weight", "constant", "cast"})
+
+
+def _is_float(dtype) -> bool:
+    """numpy's floats and ml_dtypes' (bfloat16, the float8 kinds), which numpy does not count as floating."""
+    return np.issubdtype(dtype, np.floating) or np.dtype(dtype).name.startswith(("bfloat", "float"))
+
+
+def _close_for(graph: Graph | None):
+    """_close with the rounding of the narrowest float `graph` computes in: a bfloat16 or float16 model
+    whose outputs are cast to float32 rounds inside, and a rewrite there moves those float32 outputs by
+    as many of its steps (x @ a + x @ b against x @ (a + b) in bfloat16: 0.4% of the output's magnitude).
+    Values only stored or read in a narrow type (float16 weights cast to float32) do not count."""
+    computed = (node for node in (graph.nodes if graph is not None else ()) if node.op not in _NOT_COMPUTING)
+    narrow = []
+    for dtype in {t.dtype for node in computed for t in node.types}:
+        try:
+            if _is_float(dtype):
+                narrow.append(np.dtype(dtype))
+        except TypeError:  # a dtype numpy does not know
+            continue
+    widest_step = max(narrow, key=lambda d: float(np.finfo(d).eps), default=None)
+    return _close if widest_step is None else functools.partial(_close, within=widest_step)
 
 
 def _finite_max(magnitude: np.ndarray) -> float:

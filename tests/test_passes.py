@@ -628,6 +628,34 @@ def test_float16_rewrite_within_float16_rounding_is_kept(run_module):
     assert 0 < np.abs(got - want).max() <= 1e-2 * (1 + np.abs(want).max())  # rounded differently, within bound
 
 
+def test_bfloat16_arithmetic_inside_a_float32_function_is_checked_with_bfloat16_rounding(run_module):
+    """x @ w1 + x @ w2 computed in bfloat16 between casts from and to float32 (a mixed-precision export):
+    the merged x @ (w1 + w2) moves the float32 outputs by bfloat16's rounding, which the check allows (it
+    refused the rewrite with float32's 1e-4, and took bfloat16 values for integers, to be equal exactly)."""
+    import ml_dtypes
+
+    rng = np.random.default_rng(0)
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((16, 64), "float32"))
+    w1, w2 = (relax.const((rng.standard_normal((64, 32)) * 0.2).astype(ml_dtypes.bfloat16)) for _ in range(2))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            xb = bb.emit(relax.op.astype(x, "bfloat16"))
+            total = bb.emit(relax.op.add(relax.op.matmul(xb, w1), relax.op.matmul(xb, w2)))
+            out = bb.emit_output(relax.op.astype(total, "float32"))
+        bb.emit_func_output(out)
+    mod = bb.get()
+    taso = TASOPass(verify_speed=False)
+    after = taso(mod)
+    report = taso.report["main"]
+    assert report.status == "optimized" and report.check.startswith("region: equal"), report.summary()
+    assert report.ops_before["matmul"] == 2 and report.ops_after["matmul"] == 1
+    inputs = [rng.standard_normal((16, 64)).astype("float32")]
+    want, got = run_module(mod, inputs)[0].astype(np.float64), run_module(after, inputs)[0].astype(np.float64)
+    scale = np.abs(want).max()
+    assert 1e-4 * scale < np.abs(got - want).max() <= 10 * 2.0 ** -7 * scale  # past float32's bound, bfloat16's
+
+
 def test_weights_passed_as_parameters_are_named_in_a_warning():
     from tvm.relax.frontend.onnx import from_onnx
 

@@ -29,6 +29,17 @@ CALL_TIR = tvm.ir.Op.get("relax.call_tir")
 DROPOUT = tvm.ir.Op.get("relax.nn.dropout")
 
 
+
+def _binding_refused(binding) -> str:
+    """Why a binding other than `var = value` stops the import, in the user's terms."""
+    if isinstance(binding, relax.MatchCast):
+        value = binding.value
+        of = (f"{value.op.name.removeprefix('relax.')}'s result" if isinstance(value, relax.Call)
+              and isinstance(value.op, tvm.ir.Op) else "a value")
+        return (f"'{binding.var.name}' gets its shape from a match_cast (of {of}): a shape known only when the "
+                "model runs, as after NonZero or Unique; only functions whose shapes are all known ahead are rewritten")
+    return f"{type(binding).__name__} binding of '{binding.var.name}'"
+
 class NothingToDo(Unsupported):
     """The function has no bindings at all: nothing to optimize, nothing to warn about."""
 
@@ -145,14 +156,18 @@ class _Importer:
         bindings = [b for block in body.blocks for b in block.bindings]
         if not bindings:
             raise NothingToDo("no bindings")
-        if any(not isinstance(block, relax.DataflowBlock) and len(block.bindings) for block in body.blocks):
+        outside = [b for block in body.blocks if not isinstance(block, relax.DataflowBlock) for b in block.bindings]
+        if any(isinstance(getattr(b, "value", None), relax.If) for b in outside):
+            raise Unsupported("control flow (an If: the model's ONNX If, or a scripted `if`); only functions "
+                              "without branches are rewritten")
+        if outside:
             raise Unsupported("bindings outside a dataflow block")
         self._count_uses(bindings, body.body)
         exports: list[Export] = []
         export_of: dict[Any, int] = {}
         for binding in bindings:
             if not isinstance(binding, relax.VarBinding):
-                raise Unsupported(f"{type(binding).__name__} binding of '{binding.var.name}'")
+                raise Unsupported(_binding_refused(binding))
             self._bind(binding.var, binding.value)
             if not isinstance(binding.var, relax.DataflowVar):
                 export_of[binding.var] = len(exports)

@@ -10,6 +10,7 @@ initializer. Every failure is an `InputError` with a one-line message.
 from __future__ import annotations
 
 import gc
+import re
 import sys
 import traceback
 import warnings
@@ -101,6 +102,13 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def _readable(message: str) -> str:
+    """A Relax error as a user reads it: its operator's name for the operator's whole printed form (a line
+    of argument descriptions), and plain numbers for T.int64(16)."""
+    message = re.sub(r'In ir\.Op\(.*?name="relax\.([\w.]+)".*?support_level=\d+\),\s*', r"In \1: ", message)
+    return re.sub(r"T\.int64\((\d+)\)", r"\1", message)
+
+
 def onnx_opset(model) -> int:
     for imp in model.opset_import:
         if imp.domain in ("", "ai.onnx"):
@@ -148,6 +156,7 @@ def pin_input_shapes(model, shapes: Mapping[str, Sequence[int]]) -> list[Tensor]
     if unknown:
         raise InputError(f"--input-shape names unknown input(s) {', '.join(unknown)}; "
                          f"the model's inputs are: {', '.join(names)}")
+    named = _named_sizes(inputs, shapes)
     out, dynamic = [], []
     for value in inputs:
         ttype = value.type.tensor_type if value.type.HasField("tensor_type") else None
@@ -173,7 +182,8 @@ def pin_input_shapes(model, shapes: Mapping[str, Sequence[int]]) -> list[Tensor]
         if any(d is None for d in dims):
             shown = ",".join(str(d) if d is not None else (dim.dim_param or "?")
                              for d, dim in zip(dims, ttype.shape.dim))
-            example = ",".join(str(d) if d is not None else "1" for d in dims)
+            example = ",".join(str(d) if d is not None else str(named.get(dim.dim_param, 1))
+                               for d, dim in zip(dims, ttype.shape.dim))
             dynamic.append((value.name, shown, f"--input-shape {value.name}:{example}"))
             continue
         out.append(Tensor(value.name, tuple(dims), _np_dtype(ttype.elem_type)))
@@ -184,6 +194,24 @@ def pin_input_shapes(model, shapes: Mapping[str, Sequence[int]]) -> list[Tensor]
         raise InputError("inputs " + ", ".join(f"'{n}' [{shown}]" for n, shown, _ in dynamic) + " have dynamic "
                          "shapes; give static ones, e.g. " + " ".join(fix for *_, fix in dynamic))
     return out
+
+
+def _named_sizes(inputs, shapes: Mapping[str, Sequence[int]]) -> dict[str, int]:
+    """The size each named dynamic dimension ('batch', 'seq') is pinned to; InputError where two inputs that
+    share one are pinned differently (a token-id input and its attention mask, each given a length)."""
+    sizes: dict[str, tuple[int, str, int]] = {}
+    for value in inputs:
+        if value.name not in shapes or not value.type.tensor_type.HasField("shape"):
+            continue
+        for axis, (dim, size) in enumerate(zip(value.type.tensor_type.shape.dim, shapes[value.name])):
+            if not dim.dim_param or (dim.HasField("dim_value") and dim.dim_value > 0):
+                continue
+            first = sizes.setdefault(dim.dim_param, (int(size), value.name, axis))
+            if first[0] != int(size):
+                raise InputError(f"--input-shape pins dimension '{dim.dim_param}' (shared by the model's inputs) "
+                                 f"to {first[0]} in '{first[1]}' (axis {first[2]}) and to {size} in '{value.name}' "
+                                 f"(axis {axis}); pin it alike in both")
+    return {name: size for name, (size, _, _) in sizes.items()}
 
 
 def _dims(ttype, rank: int):
@@ -324,7 +352,7 @@ def fold_constants(model, max_rounds: int = 64):
             folded += 1
         if not folded:
             break
-        used = {i for n in kept for i in n.input} | keep_outputs
+        used = _names_read(kept) | keep_outputs
         del graph.node[:]
         graph.node.extend(kept)
         for name, value in new_consts.items():
@@ -354,6 +382,18 @@ def _fold_node(node, consts, shapes, keep_outputs, opset):
     if sum(v.nbytes for v in values) > MAX_FOLDED_BYTES:
         return None
     return values
+
+
+def _names_read(nodes) -> set:
+    """The names `nodes` read, with those their If, Loop and Scan bodies read from the scopes around them
+    (a branch's weights are outer initializers that no top-level node lists)."""
+    names = set()
+    for node in nodes:
+        names.update(node.input)
+        for attr in node.attribute:
+            for body in ([attr.g] if attr.type == 5 else attr.graphs if attr.type == 10 else []):
+                names |= _names_read(body.node) | {o.name for o in body.output}
+    return names
 
 
 def _drop_unused_initializers(model, used: set) -> None:
@@ -393,7 +433,7 @@ def import_relax(model, path) -> "tvm.IRModule":  # noqa: F821
             node = _failing_node(sys.exc_info()[2])
             where = f"{node.op_type} node '{node.name or node.output[0]}'" if node is not None else "the model"
             error = InputError(f"{path}: TVM's ONNX importer cannot convert {where}: "
-                               f"{type(exc).__name__}: {_first_line(exc)}")
+                               f"{type(exc).__name__}: {_readable(_first_line(exc))}")
             error.detail = traceback.format_exc()
             node = None
         gc.collect()

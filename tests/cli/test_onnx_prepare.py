@@ -197,6 +197,38 @@ def test_shape_inference_reaches_inside_if_branches():
     assert inner == {"t": [2, 3]}
 
 
+def test_folding_keeps_what_if_branches_read_from_outside(tmp_path):
+    """An If's branches read a weight of the outer graph and a value folding computes, which no top-level node
+    lists: both stay (dropping them broke TVM's import of scripted exports), and the model computes as before."""
+    then_nodes = [helper.make_node("Add", ["x", "w_then"], ["t0"]), helper.make_node("Mul", ["t0", "folded"], ["t"])]
+    then_g = helper.make_graph(then_nodes, "then", [], [helper.make_tensor_value_info("t", TensorProto.FLOAT, [1, 4])])
+    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "else", [],
+                               [helper.make_tensor_value_info("e", TensorProto.FLOAT, [1, 4])])
+    nodes = [helper.make_node("Mul", ["w", "two"], ["folded"]), helper.make_node("Neg", ["zero"], ["negzero"]),
+             helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+             helper.make_node("Greater", ["s", "negzero"], ["c"]),
+             helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)]
+    inits = [numpy_helper.from_array(np.array(v, np.float32), n) for n, v in
+             (("zero", 0.0), ("two", 2.0), ("w", [[1, 2, 3, 4]]), ("w_then", [[0.5, -1, 2, 0]]))]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], inits)
+    path = tmp_path / "if.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    folded, count = fold_constants(onnx.load(path))
+    assert count == 2 and [n.op_type for n in folded.graph.node] == ["ReduceSum", "Greater", "If"]
+    assert {t.name for t in folded.graph.initializer} == {"w_then", "folded", "negzero"}
+    prepared = prepare(path)
+    assert prepared.folded == 2
+    x = np.array([[1.0, 2.0, -0.5, 3.0]], np.float32)
+    want = ort.InferenceSession(str(path)).run(None, {"x": x})[0]
+    np.testing.assert_allclose(run_module(prepared.mod, [x])[0], want, rtol=1e-6)
+    assert float(np.abs(want).max()) > 0 and not np.allclose(want, -x)  # the then branch ran
+    from taso_relay.passes import TASOPass
+
+    with pytest.warns(UserWarning, match=r"unchanged: control flow \(an If"):  # said so, not in Relax's terms
+        assert TASOPass(verify_speed=False)(prepared.mod)["main"].same_as(prepared.mod["main"])
+
+
 def test_every_dynamic_input_is_named_at_once():
     from taso_relay.onnx_io.prepare import pin_input_shapes
 
@@ -212,6 +244,23 @@ def test_every_dynamic_input_is_named_at_once():
     text = str(err.value)
     assert "inputs 'ids' [batch,seq], 'mask' [batch,seq] have dynamic shapes" in text
     assert "--input-shape ids:1,1 --input-shape mask:1,1" in text
-    with pytest.raises(InputError, match=r"^input 'mask' has a dynamic shape \[batch,seq\]"):
-        pin_input_shapes(model(), {"ids": (1, 4)})
+    # the example takes the sizes pinned in another input for the dimensions it shares
+    with pytest.raises(InputError, match=r"^input 'mask' has a dynamic shape \[batch,seq\]; .* mask:2,4$"):
+        pin_input_shapes(model(), {"ids": (2, 4)})
     assert [t.shape for t in pin_input_shapes(model(), {"ids": (1, 4), "mask": (1, 4)})] == [(1, 4), (1, 4)]
+    # a shared dimension pinned to two sizes is named before TVM's importer fails on the mismatch
+    with pytest.raises(InputError, match=r"pins dimension 'seq' .* to 16 in 'ids' \(axis 1\) and to 8 in 'mask'"):
+        pin_input_shapes(model(), {"ids": (1, 16), "mask": (1, 8)})
+
+
+def test_an_importer_error_names_the_operator_not_its_printed_form():
+    from taso_relay.onnx_io.prepare import _readable
+
+    relax_error = ('In ir.Op(span=None, ty=ir.Type(span=None), name="relax.add", description="", arguments=('
+                   'ir.ArgumentInfo(name="x1", type_info="Tensor", description="The first input tensor.")), '
+                   'attrs_type_key="", num_inputs=2, support_level=10), the first input shape at dim 3 is '
+                   'T.int64(16) and the second input shape at dim 3 is T.int64(8), which are not broadcastable.')
+    assert _readable(relax_error) == ("In add: the first input shape at dim 3 is 16 and the second input shape at "
+                                      "dim 3 is 8, which are not broadcastable.")
+    assert _readable("Type NoneType for size is currently unsupported") == \
+        "Type NoneType for size is currently unsupported"

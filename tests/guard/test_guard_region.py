@@ -248,3 +248,38 @@ def test_close_decides_as_float64_allclose_does(block, monkeypatch):
     nan_at_1 = np.array([1.0, np.nan, np.inf], "float32")
     assert _close(nan_at_1, nan_at_1.copy()) and reference(nan_at_1, nan_at_1.copy())
     assert not _close(nan_at_1, np.array([1.0, 0.0, np.inf], "float32"))
+
+
+def test_close_takes_bfloat16_as_a_float_and_a_narrow_inner_type_for_float32_outputs():
+    """bfloat16 (ml_dtypes) is compared as a float with its own rounding, not element for element; a function
+    that computes in bfloat16 or float16 and casts its outputs to float32 has them compared with that type's
+    rounding (_close_for); float16 weights cast to float32 before any arithmetic do not loosen the check."""
+    import ml_dtypes
+
+    from taso_relay.graph import GraphBuilder
+    from taso_relay.passes import _close, _close_for
+
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    a = np.array([8.25, -3.0, 0.5], bf16)
+    assert _close(a, (a.astype(np.float32) + np.float32(0.03125)).astype(bf16))  # a step or two of 8.25's
+    assert not _close(a, (a.astype(np.float32) + np.float32(1.0)).astype(bf16))
+    f32 = a.astype(np.float32)
+    near = f32 + np.float32(0.03125)  # 0.4% of the magnitude: bfloat16 rounding, far outside float32's 1e-4
+
+    def model(inner: str, cast_first: bool):
+        b = GraphBuilder()
+        x = b.input("x", (4, 8))
+        w = b.weight("w", (8, 3), dtype="float16" if cast_first else "float32")
+        if cast_first:  # float16 storage, float32 arithmetic
+            y = b.op("matmul", x, b.op("cast", w, dtype="float32"))
+        else:
+            y = b.op("cast", b.op("matmul", b.op("cast", x, dtype=inner), b.op("cast", w, dtype=inner)),
+                     dtype="float32")
+        return b.build([y])
+
+    assert not _close(f32, near) and not _close_for(None)(f32, near)
+    assert _close_for(model("bfloat16", False))(f32, near)
+    assert _close_for(model("float16", False))(f32, f32 + np.float32(0.02))  # ten float16 steps: 1% of 8.25
+    assert not _close_for(model("float16", False))(f32, near + np.float32(0.1))
+    assert not _close_for(model("float32", True))(f32, near)  # computes in float32
+
