@@ -604,6 +604,15 @@ def test_report_counts_the_operators_the_emitted_function_runs(resnet):
     assert "relax.nn.batch_norm" not in called and called["relax.nn.conv2d"] == report.ops_after["conv2d"]
 
 
+def _checked_in_its_region(mod):
+    """TASOPass (no speed check) on `mod`: its result and report, the rewrite kept by the region check."""
+    taso = TASOPass(verify_speed=False)
+    after = taso(mod)
+    report = taso.report["main"]
+    assert report.status == "optimized" and report.check.startswith("region: equal"), report.summary()
+    return after, report
+
+
 def test_float16_rewrite_within_float16_rounding_is_kept(run_module):
     """Merging two matmuls reorders float16 sums by a few rounding steps: the check allows float16's own
     rounding (ten steps of the output's scale), not float32's 1e-4, which refused every such rewrite."""
@@ -619,10 +628,7 @@ def test_float16_rewrite_within_float16_rounding_is_kept(run_module):
             out = bb.emit_output(relax.op.add(a, b))
         bb.emit_func_output(out)
     mod = bb.get()
-    taso = TASOPass(verify_speed=False)
-    after = taso(mod)
-    report = taso.report["main"]
-    assert report.status == "optimized" and report.check.startswith("region: equal"), report.summary()
+    after, report = _checked_in_its_region(mod)
     inputs = [rng.standard_normal((64, 64)).astype("float16") for _ in range(2)]
     want, got = run_module(mod, inputs)[0].astype(np.float64), run_module(after, inputs)[0].astype(np.float64)
     assert 0 < np.abs(got - want).max() <= 1e-2 * (1 + np.abs(want).max())  # rounded differently, within bound
@@ -645,10 +651,7 @@ def test_bfloat16_arithmetic_inside_a_float32_function_is_checked_with_bfloat16_
             out = bb.emit_output(relax.op.astype(total, "float32"))
         bb.emit_func_output(out)
     mod = bb.get()
-    taso = TASOPass(verify_speed=False)
-    after = taso(mod)
-    report = taso.report["main"]
-    assert report.status == "optimized" and report.check.startswith("region: equal"), report.summary()
+    after, report = _checked_in_its_region(mod)
     assert report.ops_before["matmul"] == 2 and report.ops_after["matmul"] == 1
     inputs = [rng.standard_normal((16, 64)).astype("float32")]
     want, got = run_module(mod, inputs)[0].astype(np.float64), run_module(after, inputs)[0].astype(np.float64)
