@@ -439,13 +439,14 @@ class TASOOptimizer:
         The region check is the fast path; a region it cannot evaluate, or a difference it finds,
         is decided by the whole function (numpy interpreter when it can, else TVM).
         """
-        close = _close_for(before)
-        region = check_region(before, after, close, self.seed)
+        # each region pair in its own type's rounding (a rewrite of float32 code beside float16 code is held to
+        # float32's); a difference found there is decided by the whole function, in the narrow type's rounding
+        region = check_region(before, after, _close, self.seed)
         if region.same or before.output_types != after.output_types:
             if report is not None:
                 report.check = region.describe()
             return bool(region.same)
-        same, how = self._whole_function_same(before, after, imported, mod, close)
+        same, how = self._whole_function_same(before, after, imported, mod, _close_for(before))
         if report is not None:
             report.check = f"{region.describe()}; whole function ({how}): {'equal' if same else 'differ'}"
         return same
@@ -646,7 +647,7 @@ class TASOOptimizer:
             pass
         reemitted = _with(original, name, _emitted(graph, name, report.signature))
         check = self._timer(name, lowering, graph)(original, reemitted, database=database,
-                                            reference=_reference(graph, report.signature))
+                                                   reference=_reference(graph, report.signature))
         check.candidate = "re-emission"
         check.kept = check.builds == (False, True) and check.same_outputs is True
         report.speed, report.speed_tried = check, report.speed_tried + [check]
@@ -871,7 +872,7 @@ def _close(a: np.ndarray, b: np.ndarray, within=None) -> bool:
     if a.size == 0:
         return True
     tolerance = _tolerance(a.dtype) if within is None else max(_tolerance(a.dtype), _tolerance(within))
-    if not np.issubdtype(a.dtype, np.floating):  # bfloat16 (ml_dtypes): exact in float32
+    if not np.issubdtype(a.dtype, np.floating):  # bfloat16: exact in float32
         a, b = a.astype(np.float32), b.astype(np.float32)
     flat_a, flat_b = a.reshape(-1), b.reshape(-1)
     blocks = range(0, flat_a.size, CLOSE_BLOCK)
@@ -899,29 +900,36 @@ def _tolerance(dtype) -> float:
     return max(CLOSE_RTOL, CLOSE_STEPS * float(np.finfo(dtype).eps))
 
 
-_NOT_COMPUTING = frozenset({"input", "weight", "constant", "cast"})
+# operators that store, move or convert values without arithmetic that rounds in their type
+_NOT_COMPUTING = frozenset({"input", "weight", "constant", "cast", "transpose", "reshape", "squeeze", "expand_dims",
+                            "broadcast_to", "concat", "split", "strided_slice", "take", "pad", "enlarge", "stack",
+                            "opaque"})
 
 
 def _is_float(dtype) -> bool:
-    """numpy's floats and ml_dtypes' (bfloat16, the float8 kinds), which numpy does not count as floating."""
-    return np.issubdtype(dtype, np.floating) or np.dtype(dtype).name.startswith(("bfloat", "float"))
+    """numpy's floats and ml_dtypes' bfloat16, which numpy does not count as floating (float8 kinds are compared
+    exactly: ten of their rounding steps would be the whole magnitude)."""
+    return np.issubdtype(dtype, np.floating) or np.dtype(dtype).name == "bfloat16"
 
 
 def _close_for(graph: Graph | None):
     """_close with the rounding of the narrowest float `graph` computes in: a bfloat16 or float16 model
     whose outputs are cast to float32 rounds inside, and a rewrite there moves those float32 outputs by
     as many of its steps (x @ a + x @ b against x @ (a + b) in bfloat16: 0.4% of the output's magnitude).
-    Values only stored or read in a narrow type (float16 weights cast to float32) do not count."""
-    computed = (node for node in (graph.nodes if graph is not None else ()) if node.op not in _NOT_COMPUTING)
-    narrow = []
-    for dtype in {t.dtype for node in computed for t in node.types}:
-        try:
-            if _is_float(dtype):
-                narrow.append(np.dtype(dtype))
-        except TypeError:  # a dtype numpy does not know
-            continue
-    widest_step = max(narrow, key=lambda d: float(np.finfo(d).eps), default=None)
-    return _close if widest_step is None else functools.partial(_close, within=widest_step)
+    Only arithmetic on values the model runs counts: not values stored, moved or cast in a narrow type
+    (float16 weights, or a float16 input transposed and cast to float32), nor what FoldConstant computes
+    from weights; and only float16 and bfloat16 loosen it (float8's ten steps would be the whole magnitude)."""
+    if graph is None:
+        return _close
+    from .graph.folding import weight_only
+
+    folded = weight_only(graph)
+    dtypes = {t.dtype for i, node in enumerate(graph.nodes) if not folded[i] and node.op not in _NOT_COMPUTING
+              for t in node.types}
+    import ml_dtypes
+
+    narrow = [d for d in (ml_dtypes.bfloat16, np.float16) if np.dtype(d).name in dtypes]  # the wider step first
+    return functools.partial(_close, within=np.dtype(narrow[0])) if narrow else _close
 
 
 def _finite_max(magnitude: np.ndarray) -> float:

@@ -29,7 +29,6 @@ CALL_TIR = tvm.ir.Op.get("relax.call_tir")
 DROPOUT = tvm.ir.Op.get("relax.nn.dropout")
 
 
-
 def _binding_refused(binding) -> str:
     """Why a binding other than `var = value` stops the import, in the user's terms."""
     if isinstance(binding, relax.MatchCast):
@@ -39,6 +38,7 @@ def _binding_refused(binding) -> str:
         return (f"'{binding.var.name}' gets its shape from a match_cast (of {of}): a shape known only when the "
                 "model runs, as after NonZero or Unique; only functions whose shapes are all known ahead are rewritten")
     return f"{type(binding).__name__} binding of '{binding.var.name}'"
+
 
 class NothingToDo(Unsupported):
     """The function has no bindings at all: nothing to optimize, nothing to warn about."""

@@ -105,7 +105,11 @@ def _first_line(exc: BaseException) -> str:
 def _readable(message: str) -> str:
     """A Relax error as a user reads it: its operator's name for the operator's whole printed form (a line
     of argument descriptions), and plain numbers for T.int64(16)."""
-    message = re.sub(r'In ir\.Op\(.*?name="relax\.([\w.]+)".*?support_level=\d+\),\s*', r"In \1: ", message)
+    name = re.search(r'name="relax\.([\w.]+)"', message[:4000]) if message.startswith("In ir.Op(") else None
+    end = message.find("support_level=") if name else -1
+    end = message.find("),", end) if end >= 0 else -1
+    if end >= 0:
+        message = f"In {name.group(1)}: {message[end + 2:].lstrip()}"
     return re.sub(r"T\.int64\((\d+)\)", r"\1", message)
 
 
@@ -201,8 +205,9 @@ def _named_sizes(inputs, shapes: Mapping[str, Sequence[int]]) -> dict[str, int]:
     share one are pinned differently (a token-id input and its attention mask, each given a length)."""
     sizes: dict[str, tuple[int, str, int]] = {}
     for value in inputs:
-        if value.name not in shapes or not value.type.tensor_type.HasField("shape"):
-            continue
+        known = value.type.tensor_type.HasField("shape")
+        if value.name not in shapes or not known or len(value.type.tensor_type.shape.dim) != len(shapes[value.name]):
+            continue  # (a rank that differs is named next, in pin_input_shapes)
         for axis, (dim, size) in enumerate(zip(value.type.tensor_type.shape.dim, shapes[value.name])):
             if not dim.dim_param or (dim.HasField("dim_value") and dim.dim_value > 0):
                 continue

@@ -283,3 +283,18 @@ def test_close_takes_bfloat16_as_a_float_and_a_narrow_inner_type_for_float32_out
     assert not _close_for(model("float16", False))(f32, near + np.float32(0.1))
     assert not _close_for(model("float32", True))(f32, near)  # computes in float32
 
+    def moved_or_folded(how: str):
+        """float16 values that are only transposed (input) or computed from weights (folded) before a cast."""
+        b = GraphBuilder()
+        if how == "moved":
+            x = b.op("cast", b.op("transpose", b.input("x", (8, 4), dtype="float16"), perm=(1, 0)), dtype="float32")
+            w = b.weight("w", (8, 3))
+        else:
+            x = b.input("x", (4, 8))
+            w16 = b.weight("w", (8, 3), dtype="float16")
+            w = b.op("cast", b.op("mul", w16, w16), dtype="float32")
+        return b.build([b.op("matmul", x, w)])
+
+    for how in ("moved", "folded"):
+        assert not _close_for(moved_or_folded(how))(f32, near), how
+

@@ -11,6 +11,7 @@ from taso_relay.graph import GraphBuilder
 from taso_relay.search import optimize
 from taso_relay.search.first import first_phase_rules
 from taso_relay.subst import default_rules
+from taso_relay.subst.index import index_of
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +77,29 @@ def test_a_re_parameterizable_stage_becomes_one_conv_with_no_search_budget(fold_
     assert activation_batch_norms(g) == 1 and activation_batch_norms(best) == 0  # the rest: of weights, folded
     applied = {a.rule_id for a in report.applied}
     assert {"h-add-consts-scalar", "h-sum-conv-bias-enlarge", "h-sum-conv-bias", "h-sum-conv-bn-identity"} <= applied
+    assert_same_outputs(g, best)
+
+
+def test_a_factor_per_output_channel_folds_into_the_conv_and_others_stay(fold_rules):
+    """A layer scale after a conv, with or without its bias, (1, C, 1, 1) or (C, 1, 1), joins the kernels (any
+    groups, a batch of two); a factor per position (1, 1, H, W) does not fit the rules and stays a multiply."""
+    rng = np.random.default_rng(2)
+    b = GraphBuilder()
+
+    def w(name, shape):
+        return b.weight(name, shape, value=rng.uniform(0.5, 1.5, shape).astype("float32"))
+
+    x = b.input("x", (2, 4, 6, 6))
+    conv = b.op("conv2d", x, w("k", (6, 2, 3, 3)), padding=(1, 1, 1, 1), groups=2)
+    scaled = b.op("mul", conv, w("f", (1, 6, 1, 1)))
+    biased = b.op("mul", w("f3", (6, 1, 1)), b.op("add", b.op("conv2d", x, w("k2", (6, 4, 1, 1))), w("b2", (1, 6, 1, 1))))
+    per_position = b.op("mul", b.op("conv2d", x, w("k3", (6, 4, 1, 1))), w("fp", (1, 1, 6, 6)))
+    g = b.build([scaled, biased, per_position])
+    best, report = optimize(g, fold_rules, FixedCost({"conv2d": 10.0, "mul": 1.0, "add": 1.0}), budget=0,
+                            time_limit=5)
+    assert sorted(a.rule_id for a in report.applied) == ["h-factor-conv-bias3", "h-factor-conv4"]
+    activations = [i for i, n in enumerate(best.nodes) if n.op == "mul" and not index_of(best).foldable[i]]
+    assert len(activations) == 1, best.op_counts()  # the factor per position
     assert_same_outputs(g, best)
 
 

@@ -61,7 +61,7 @@ AXIOMS = [
           doc="A per-output-channel factor (here a batch norm of ones) after a conv scales its "
               "kernels instead: output channel o reads kernel o only, for any groups."),
     # a per-channel factor given as a tensor (timm's layer scale: (1, C, 1, 1) or (C, 1, 1)); the kernel is
-    # scaled with its out-channels moved last, where the factor's channels broadcast as they do on the output
+    # scaled with its out-channels moved to axis 1, where the factor's channels broadcast as they do on the output
     *(axiom(f"conv_channel_factor{len(_f)}", "norm",
             N("mul", N("conv2d", "x", "w", **CONV), "f"),
             N("conv2d", "x", N("transpose", N("mul", N("transpose", "w", perm=(1, 0, 2, 3)), "f"),
