@@ -42,7 +42,8 @@ def run_optimize(args) -> int:
         result = {
             "model": str(args.model), "target": common.target_json(target),
             "inputs": [t.as_dict() for t in prepared.inputs], "outputs": [t.as_dict() for t in prepared.outputs],
-            "folded_nodes": prepared.folded, "cost": args.cost, "time_limit": args.time_limit,
+            "folded_nodes": prepared.folded, "converted": prepared.converted or None,
+            "cost": args.cost, "time_limit": args.time_limit,
             "pinned": bool(args.input_shape),
             "changed": changed(taso.report),
             "functions": {name: report_dict(r) for name, r in taso.report.items()},
@@ -144,6 +145,8 @@ def _print(args, target, prepared, taso, result) -> None:
     print(f"model    {args.model} ({Path(args.model).stat().st_size / 1024:.0f} KB)")
     print(f"inputs   {common.describe_tensors(prepared.inputs)}")
     print(f"outputs  {common.describe_tensors(prepared.outputs)}")
+    if prepared.converted:
+        print(f"converted {prepared.converted}")
     if prepared.folded:
         print(f"folded   {prepared.folded} ONNX nodes into constants before import")
     settings = result["pass_settings"]

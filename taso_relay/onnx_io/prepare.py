@@ -51,6 +51,7 @@ class Prepared:
     inputs: list[Tensor] = field(default_factory=list)
     outputs: list[Tensor] = field(default_factory=list)
     folded: int = 0  # nodes folded into initializers
+    converted: str = ""  # how the model was converted to an opset TVM's importer reads, and why; "" if not
 
     @property
     def opset(self) -> int:
@@ -470,9 +471,59 @@ def prepare(path, input_shapes: Mapping[str, Sequence[int]] | None = None, fold:
     folded = 0
     if fold:
         model, folded = fold_constants(model)
-    mod = import_relax(model, path)
+    converted = ""
+    try:
+        mod = import_relax(model, path)
+    except InputError as failed:
+        model, mod, converted = _import_converted(model, path, inputs, failed)
     outputs = _output_tensors(model, mod)
-    return Prepared(path, original, model, mod, inputs, outputs, folded)
+    return Prepared(path, original, model, mod, inputs, outputs, folded, converted)
+
+
+CONVERTED_OPSET = 13  # where an older model TVM's importer cannot read is converted to (Resize's sizes: 11)
+
+
+def _import_converted(model, path, inputs, failed: InputError):
+    """An old-opset model TVM's importer refused, converted by onnx's version converter and imported again
+    (opset 10's Resize, as torch exports it at opset 10, is one TVM reads only in its opset-11 form), once
+    onnxruntime finds that the converted model computes what the model does.
+    Raises `failed` where the model is not older, or the conversion, that check or the import fails."""
+    from onnx import version_converter
+
+    opset = onnx_opset(model)
+    if opset >= CONVERTED_OPSET:
+        raise failed
+    try:
+        newer = version_converter.convert_version(model, CONVERTED_OPSET)
+        if opset < 11:
+            _resize_as_opset_10(newer)
+        newer = infer_shapes(newer)
+        from .export import check_numerics
+
+        same, diff, _ = check_numerics(model, newer, inputs)
+        if not same or diff is None:  # (None: onnxruntime could not run the model, or is not installed)
+            raise failed
+        mod = import_relax(newer, path)
+    except Exception:  # noqa: BLE001 - the original refusal is the one to report
+        raise failed from None
+    reason = str(failed).split(": ", 1)[-1]
+    return newer, mod, f"opset {opset} -> {CONVERTED_OPSET} by onnx's version converter ({reason})"
+
+
+def _resize_as_opset_10(model) -> None:
+    """Opset 10's Resize maps output pixel x to input x / scale (asymmetric; nearest: its floor), opset 11's
+    default is half_pixel: onnx's converter leaves the attribute out (a linear Resize then moved a U-Net's
+    output by half its magnitude), so it is written in."""
+    from onnx import helper
+
+    for node in model.graph.node:
+        if node.op_type != "Resize":
+            continue
+        names = {a.name for a in node.attribute}
+        if "coordinate_transformation_mode" not in names:
+            node.attribute.append(helper.make_attribute("coordinate_transformation_mode", "asymmetric"))
+        if "nearest_mode" not in names:
+            node.attribute.append(helper.make_attribute("nearest_mode", "floor"))
 
 
 def _output_tensors(model, mod) -> list[Tensor]:

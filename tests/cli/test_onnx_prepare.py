@@ -229,6 +229,38 @@ def test_folding_keeps_what_if_branches_read_from_outside(tmp_path):
         assert TASOPass(verify_speed=False)(prepared.mod)["main"].same_as(prepared.mod["main"])
 
 
+def _opset10_upsampling(tmp_path):
+    """torch's opset-10 export of a bilinear upsampling: Resize with constant scales, which TVM's importer
+    reads only in its opset-11 form."""
+    nodes = [helper.make_node("Resize", ["x", "scales"], ["up"], mode="linear"),
+             helper.make_node("Relu", ["up"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 5, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 10, 8])],
+                              [numpy_helper.from_array(np.float32([1, 1, 2, 2]), "scales")])
+    path = tmp_path / "up10.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 10)]), path)
+    return path
+
+
+def test_an_old_opset_tvm_cannot_read_is_converted_and_computes_as_before(tmp_path):
+    path = _opset10_upsampling(tmp_path)
+    prepared = prepare(path)
+    assert prepared.converted.startswith("opset 10 -> 13 by onnx's version converter (TVM's ONNX importer")
+    x = np.random.default_rng(0).standard_normal((1, 2, 5, 4)).astype(np.float32)
+    want = ort.InferenceSession(str(path)).run(None, {"x": x})[0]
+    np.testing.assert_allclose(run_module(prepared.mod, [x])[0], want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_conversion_that_changes_the_results_is_refused(tmp_path, monkeypatch):
+    """onnx's converter leaves Resize's coordinate mode to opset 11's default (half_pixel), which moves every
+    value; without the mend the converted model computes otherwise, and the importer's refusal stands."""
+    import sys
+
+    monkeypatch.setattr(sys.modules["taso_relay.onnx_io.prepare"], "_resize_as_opset_10", lambda model: None)
+    with pytest.raises(InputError, match="TVM's ONNX importer cannot convert Resize node"):
+        prepare(_opset10_upsampling(tmp_path))
+
+
 def test_every_dynamic_input_is_named_at_once():
     from taso_relay.onnx_io.prepare import pin_input_shapes
 
