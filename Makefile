@@ -32,8 +32,9 @@ bench-quick: $(STAMP)
 CORPUS_VENV := .venv-corpus
 corpus: $(STAMP)
 	test -x $(CORPUS_VENV)/bin/python || $(PYTHON) -m venv $(CORPUS_VENV)
-	$(CORPUS_VENV)/bin/python -m pip install -q torch torchvision transformers timm onnx onnxscript numpy
-	$(CORPUS_VENV)/bin/python -m bench.corpus.export_models vision hf dynamo more wider reparam half timm hf2 --out build/corpus
+	$(CORPUS_VENV)/bin/python -m pip install -q torch torchvision transformers timm onnx onnxscript onnxruntime numpy
+	$(CORPUS_VENV)/bin/python -m bench.corpus.export_models vision hf dynamo more wider reparam half timm hf2 \
+		timm2 hf3 edge --out build/corpus
 	$(PY) -m bench.corpus.check_models build/corpus/*.onnx --json build/corpus/results.jsonl
 
 rules: $(STAMP)

@@ -5,8 +5,8 @@
 
 Random weights (no downloads), batch 1; torch's TorchScript exporter (`dynamo=False`, opset 17)
 for "vision" and "hf", torch.export's (opset 18) for "dynamo": the graphs users bring, with the
-shape computations and Pads each exporter writes. A model that does not export is reported and
-skipped.
+shape computations and Pads each exporter writes; the `edge` family also onnxruntime's quantizer, onnx.helper
+and opset 20. A model that does not export is reported and skipped.
 """
 from __future__ import annotations
 
@@ -36,15 +36,15 @@ def randomized_batch_norms(model, scales=(0.5, 1.5)):
     return model
 
 
-def export(model, args, path: Path, dynamo: bool = False, **kwargs) -> None:
-    """torch.onnx.export at opset 17 (the TorchScript exporter) or, with dynamo, 18 (torch.export's)."""
+def export(model, args, path: Path, dynamo: bool = False, opset: int | None = None, **kwargs) -> None:
+    """torch.onnx.export at opset 17 (the TorchScript exporter) or, with dynamo, 18 (torch.export's), or at `opset`."""
     import torch
 
     model.eval()
     if dynamo:
-        kwargs.update(opset_version=18, dynamo=True, external_data=False)
+        kwargs.update(opset_version=opset or 18, dynamo=True, external_data=False)
     else:
-        kwargs.update(opset_version=17, dynamo=False)
+        kwargs.update(opset_version=opset or 17, dynamo=False)
     try:
         torch.onnx.export(model, args, str(path), **kwargs)
         print(f"exported {path.name}", flush=True)
@@ -296,8 +296,146 @@ def hf2(out: Path) -> None:
                out / f"hf_{name}.onnx")
 
 
+TIMM2 = ["efficientformerv2_s0", "tiny_vit_5m_224", "efficientvit_b0", "levit_128s", "edgenext_xx_small",
+         "mambaout_femto", "starnet_s050", "mobilenetv4_conv_small", "ghostnetv2_100", "inception_next_atto"]
+
+
+def timm2(out: Path) -> None:
+    """timm's recent efficient architectures (from the robustness sweep of unusual models): EfficientFormer-v2's
+    and TinyViT's attention beside convs, EfficientViT's linear attention, LeViT's attention with batch-normed
+    projections, EdgeNeXt's split depthwise transposed attention, MambaOut's gated convs, StarNet's element-wise
+    products, MobileNetV4's universal inverted bottlenecks, GhostNet-v2's decoupled fully connected attention and
+    InceptionNeXt's split depthwise kernels. Batch norms randomized."""
+    import timm
+    import torch
+
+    image = torch.randn(1, 3, 224, 224)
+    for name in TIMM2:
+        export(randomized_batch_norms(timm.create_model(name, pretrained=False)), (image,), out / f"timm_{name}.onnx")
+
+
+def hf3(out: Path) -> None:
+    """transformers architectures from the robustness sweep: RWKV (its recurrence unrolled over the tokens),
+    MobileBERT (bottlenecks, no-norm layers), SqueezeBERT (grouped 1-D convs for projections), LeViT and YOLOS
+    (ViT with detection tokens)."""
+    import torch
+    import transformers as T
+
+    text = {
+        "hf_rwkv": T.RwkvModel(T.RwkvConfig(vocab_size=100, hidden_size=64, num_hidden_layers=2,
+                                            attention_hidden_size=64, intermediate_size=128, context_length=64)),
+        "hf_mobilebert": T.MobileBertModel(T.MobileBertConfig(vocab_size=100, embedding_size=32,
+                                                              intra_bottleneck_size=32, true_hidden_size=32, **SMALL)),
+        "hf_squeezebert": T.SqueezeBertModel(T.SqueezeBertConfig(vocab_size=100, embedding_size=64, **SMALL)),
+    }
+    export_on_tokens(text, torch.randint(0, 100, (1, 16)), out)
+    vision = {
+        "levit": T.LevitModel(T.LevitConfig(image_size=64, hidden_sizes=[64, 96, 128], num_attention_heads=[2, 3, 4],
+                                            depths=[1, 1, 1], key_dim=[16, 16, 16])),
+        "yolos": T.YolosModel(T.YolosConfig(image_size=[64, 64], patch_size=16, num_detection_tokens=10, **SMALL)),
+    }
+    for name, model in vision.items():
+        export(first_output(randomized_batch_norms(model), "pixel_values"), (torch.randn(1, 3, 64, 64),),
+               out / f"hf_{name}.onnx")
+
+
+def edge(out: Path) -> None:
+    """Graphs other tools make (from the robustness sweep): a scripted data-dependent `if` (ONNX If), a QDQ-quantized
+    ResNet-18 (onnxruntime's quantize_static), two matmuls computed in bfloat16 between casts (which onnxruntime
+    cannot run: TVM against TVM) and torch.export's ResNet-18 at opset 20."""
+    import torch
+    import torchvision.models as models
+
+    export(torch.jit.script(branching_cnn()), (torch.randn(1, 3, 16, 16),), out / "edge_if_scripted.onnx",
+           input_names=["x"])
+    quantized_resnet18(out / "edge_qdq_resnet18.onnx")
+    bfloat16_matmuls(out / "edge_bfloat16_matmuls.onnx")
+    export(randomized_batch_norms(models.resnet18(weights=None)), (torch.randn(1, 3, 224, 224),),
+           out / "edge_opset20_dynamo_resnet18.onnx", dynamo=True, opset=20)
+
+
+def branching_cnn():
+    """A CNN whose second block depends on the sign of its activations' sum (scripted, the exporter writes If)."""
+    import torch
+
+    class BranchingCNN(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = torch.nn.Conv2d(3, 8, 3, padding=1)
+            self.then = torch.nn.Conv2d(8, 8, 3, padding=1)
+            self.otherwise = torch.nn.Conv2d(8, 8, 1)
+
+        def forward(self, x):
+            h = torch.relu(self.stem(x))
+            if h.sum() > 0:
+                h = self.then(h) + h
+            else:
+                h = self.otherwise(h) * 2.0
+            return torch.relu(h)
+
+    return BranchingCNN().eval()
+
+
+def quantized_resnet18(path: Path) -> None:
+    """ResNet-18 quantized to QDQ (int8 weights, uint8 activations), calibrated on two seeded random images."""
+    import tempfile
+
+    import numpy as np
+    import torch
+    import torchvision.models as models
+
+    try:
+        from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+        from onnxruntime.quantization.shape_inference import quant_pre_process
+    except ImportError as exc:
+        print(f"not exported {path.stem}: {exc}", flush=True)
+        return
+
+    class Images(CalibrationDataReader):
+        def __init__(self, name: str, count: int = 2):
+            rng = np.random.default_rng(0)
+            self.feeds = iter([{name: rng.standard_normal((1, 3, 224, 224)).astype(np.float32)} for _ in range(count)])
+
+        def get_next(self):
+            return next(self.feeds, None)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        float_model, prepared = Path(tmp) / f"{path.stem}_float.onnx", Path(tmp) / "prepared.onnx"
+        export(models.resnet18(weights=None), (torch.randn(1, 3, 224, 224),), float_model, input_names=["input"])
+        try:
+            quant_pre_process(str(float_model), str(prepared), skip_symbolic_shape=True)
+            quantize_static(str(prepared), str(path), Images("input"), quant_format=QuantFormat.QDQ,
+                            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+            print(f"exported {path.name}", flush=True)
+        except Exception as exc:  # noqa: BLE001 - as export's
+            print(f"not exported {path.stem}: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}", flush=True)
+
+
+def bfloat16_matmuls(path: Path) -> None:
+    """x (float32) cast to bfloat16, x @ a + x @ b there, the sum cast back to float32 (onnx.helper): the mixed
+    precision a user writes by hand, and two matmuls on one input, which the pass merges."""
+    import ml_dtypes
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    weights = [numpy_helper.from_array((0.2 * rng.standard_normal((32, 16))).astype(ml_dtypes.bfloat16), name)
+               for name in ("a", "b")]
+    nodes = [helper.make_node("Cast", ["x"], ["xb"], to=TensorProto.BFLOAT16),
+             helper.make_node("MatMul", ["xb", "a"], ["p"]), helper.make_node("MatMul", ["xb", "b"], ["q"]),
+             helper.make_node("Add", ["p", "q"], ["s"]), helper.make_node("Cast", ["s"], ["y"], to=TensorProto.FLOAT)]
+    graph = helper.make_graph(nodes, "bfloat16_matmuls",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 32])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 16])], weights)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    print(f"exported {path.name}", flush=True)
+
+
 FAMILIES = {"vision": vision, "hf": hf, "dynamo": dynamo, "more": more, "wider": wider, "reparam": reparam,
-            "half": half, "timm": timm_models, "hf2": hf2}
+            "half": half, "timm": timm_models, "hf2": hf2, "timm2": timm2, "hf3": hf3, "edge": edge}
 
 
 def main(argv=None) -> None:

@@ -10,8 +10,65 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 
 import cli_models as models  # noqa: E402
+import onnx  # noqa: E402
+import pytest  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from bench.corpus import check_models  # noqa: E402
+
+
+def records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def changed_numbers(monkeypatch, wrong_mod) -> None:
+    """TASOPass replaced by one whose result is `wrong_mod` (its report is the real pass's)."""
+    from taso_relay import passes
+    from taso_relay.passes import TASOPass
+
+    class ChangedNumbers:
+        def __init__(self, *args, **kwargs):
+            self.inner = TASOPass(*args, **kwargs)
+
+        @property
+        def report(self):
+            return self.inner.report
+
+        def __call__(self, mod):
+            self.inner(mod)
+            return wrong_mod
+
+    monkeypatch.setattr(passes, "TASOPass", ChangedNumbers)
+
+
+def matmuls(dtype=TensorProto.FLOAT, rows="N", name="feat", cast=None) -> onnx.ModelProto:
+    """y = x @ a + x @ b (two matmuls on one input, which the pass merges), x [rows, 8]; cast: computed in that
+    type between two Casts."""
+    rng = np.random.default_rng(0)
+    weights = [helper.make_tensor(w, cast or dtype, [8, 4], rng.uniform(-1, 1, 32).tolist()) for w in ("a", "b")]
+    x = name if cast is None else "xc"
+    nodes = [helper.make_node("MatMul", [x, "a"], ["p"]), helper.make_node("MatMul", [x, "b"], ["q"]),
+             helper.make_node("Add", ["p", "q"], ["s" if cast else "y"])]
+    if cast:
+        nodes = [helper.make_node("Cast", [name], ["xc"], to=cast), *nodes,
+                 helper.make_node("Cast", ["s"], ["y"], to=dtype)]
+    graph = helper.make_graph(nodes, "matmuls", [helper.make_tensor_value_info(name, dtype, [rows, 8])],
+                              [helper.make_tensor_value_info("y", dtype, [rows, 4])], weights)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def float64_cnn(bias: float = 0.0) -> onnx.ModelProto:
+    """conv, relu, 1x1 conv in float64: onnxruntime has no float64 Conv. bias: added to the last conv's bias."""
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.uniform(-0.5, 0.5, shape), name)
+             for name, shape in (("w1", (4, 3, 3, 3)), ("b1", (4,)), ("w2", (2, 4, 1, 1)))]
+    inits.append(numpy_helper.from_array(np.float64([bias, 0.0]), "b2"))
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"]), helper.make_node("Conv", ["r", "w2", "b2"], ["y"])]
+    graph = helper.make_graph(nodes, "float64_cnn",
+                              [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [1, 3, 6, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [1, 2, 6, 6])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
 def test_a_rewritten_model_is_checked_against_its_original(tmp_path, monkeypatch):
@@ -26,30 +83,12 @@ def test_a_rewritten_model_is_checked_against_its_original(tmp_path, monkeypatch
     assert all(r.startswith(("h-", "t")) for r in record["rules"])  # shipped rule ids, by name
     assert record["rewritten_vs_original"] < 1e-5 and record["original_vs_onnxruntime"] < 1e-5
 
-    from onnx import numpy_helper
-
-    from taso_relay import passes
     from taso_relay.onnx_io import prepare
-    from taso_relay.passes import TASOPass
 
     wrong = models.small_cnn(norm=True)
     fcb = next(t for t in wrong.graph.initializer if t.name == "fcb")
     fcb.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(fcb) + np.float32([0.5, 0, 0, 0, 0]), "fcb"))
-    wrong_mod = prepare(models.save(wrong, tmp_path / "wrong.onnx")).mod
-
-    class ChangedNumbers:  # a pass that changed the numbers (its report is the real pass's)
-        def __init__(self, *args, **kwargs):
-            self.inner = TASOPass(*args, **kwargs)
-
-        @property
-        def report(self):
-            return self.inner.report
-
-        def __call__(self, mod):
-            self.inner(mod)
-            return wrong_mod
-
-    monkeypatch.setattr(passes, "TASOPass", ChangedNumbers)
+    changed_numbers(monkeypatch, prepare(models.save(wrong, tmp_path / "wrong.onnx")).mod)
     assert check_models.main([str(path), "--json", str(out), "--time-limit", "2"]) == 1
     assert json.loads(out.read_text().splitlines()[-1])["rewritten_vs_original"] > 1e-4
 
@@ -94,3 +133,63 @@ def test_with_a_layout_every_conv_is_converted_and_the_result_still_agrees(tmp_p
     assert layout["convs"] >= 1 and layout["nhwc_convs"] == layout["convs"] and layout["complete"]
     assert layout["transposes"][1] >= 1  # at least the input's
     assert record["rewritten_vs_original"] < 1e-5
+
+
+def test_an_input_shape_pins_a_dynamic_input_in_the_models_that_have_it(tmp_path):
+    dynamic = models.save(matmuls(), tmp_path / "dynamic.onnx")
+    small = models.save(models.small_cnn(), tmp_path / "small.onnx")
+    out = tmp_path / "results.jsonl"
+    assert check_models.main([str(dynamic), "--json", str(out), "--time-limit", "2"]) == 1
+    assert "--input-shape feat:" in records(out)[0]["error"]  # unpinned: prepare says what to give
+    out.unlink()
+    argv = [str(dynamic), str(small), "--input-shape", "feat:3,8", "--json", str(out), "--time-limit", "2"]
+    assert check_models.main(argv) == 0
+    pinned, other = records(out)
+    assert pinned["pinned"] == {"feat": [3, 8]} and "pinned" not in other  # small.onnx has no input 'feat'
+    assert pinned["rewritten_vs_original"] < 1e-5 and pinned["original_vs_onnxruntime"] < 1e-5
+    for wrong in ("faet:3,8", "feat:3,a", "feat"):  # a name no model has pins nothing: a usage error, as a bad spec
+        with pytest.raises(SystemExit) as exit_:
+            check_models.main([str(dynamic), "--input-shape", wrong])
+        assert exit_.value.code == 2
+
+
+def test_without_an_onnxruntime_kernel_the_rewritten_model_is_checked_against_the_original(tmp_path, monkeypatch):
+    """onnxruntime has no float64 Conv: the row says there is no reference, and the original (TVM) decides."""
+    path = models.save(float64_cnn(), tmp_path / "double.onnx")
+    out = tmp_path / "results.jsonl"
+    assert check_models.main([str(path), "--json", str(out), "--time-limit", "2"]) == 0
+    (record,) = records(out)
+    assert record["onnxruntime"].startswith("no onnxruntime reference") and "Conv" in record["onnxruntime"]
+    assert record["original_vs_onnxruntime"] is None and record["rewritten_vs_original"] < 1e-5
+
+    from taso_relay.onnx_io import prepare
+
+    changed_numbers(monkeypatch, prepare(models.save(float64_cnn(bias=0.5), tmp_path / "wrong.onnx")).mod)
+    assert check_models.main([str(path), "--json", str(out), "--time-limit", "2"]) == 1
+    assert records(out)[-1]["rewritten_vs_original"] > 1e-4
+
+
+def test_an_onnxruntime_refusal_other_than_a_missing_kernel_still_fails(tmp_path, monkeypatch):
+    import onnxruntime
+    from onnxruntime.capi.onnxruntime_pybind11_state import Fail
+
+    def refuse(*args, **kwargs):
+        raise Fail("[ONNXRuntimeError] : 1 : FAIL : a model it rejects")
+
+    monkeypatch.setattr(onnxruntime, "InferenceSession", refuse)
+    path = models.save(models.small_cnn(), tmp_path / "small.onnx")
+    out = tmp_path / "results.jsonl"
+    assert check_models.main([str(path), "--json", str(out), "--time-limit", "2"]) == 1
+    assert "FAIL" in records(out)[0]["error"]
+
+
+def test_a_model_computing_in_bfloat16_is_judged_with_bfloat16_rounding(tmp_path):
+    """float32 in and out, the two matmuls in bfloat16 (which onnxruntime cannot run): merged, they round
+    differently by a fraction of a bfloat16 step, far past --tolerance; --bfloat16-tolerance judges it."""
+    path = models.save(matmuls(rows=4, name="x", cast=TensorProto.BFLOAT16), tmp_path / "bf16.onnx")
+    out = tmp_path / "results.jsonl"
+    assert check_models.main([str(path), "--json", str(out), "--time-limit", "2"]) == 0
+    (record,) = records(out)
+    assert record["computes_in"] == "bfloat16" and not record["float16"] and "MatMul" in record["onnxruntime"]
+    assert record["rewrites"] >= 1 and 1e-5 < record["rewritten_vs_original"] < 4e-2
+    assert check_models.main([str(path), "--json", str(out), "--time-limit", "2", "--bfloat16-tolerance", "1e-5"]) == 1
