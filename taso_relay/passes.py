@@ -26,6 +26,7 @@ from tvm import relax
 
 from .bridge import execute
 from .bridge.from_relax import Imported, function_name, graph_from_function
+from .bridge.static_part import split_static_part
 from .bridge.to_relax import function_from_graph, module_from_graph, writes_float16_batch_norms
 from .cost.lowering import reusing_lowerings, with_cores
 from .graph import Graph, NotModelled, blas_on_free_cores, evaluate, random_feeds
@@ -71,6 +72,9 @@ class FunctionReport:
     graph_after: object = None
     signature: object = None
     below_min_gain: bool = False  # the search found a cheaper graph, predicted less than min_gain cheaper
+    # where only the function's static part had a graph form: "n of m bindings" (the figures above are that
+    # part's; the rest, control flow or shapes known only when it runs, is kept as given)
+    partial: str = ""
 
     @property
     def rewrites(self) -> list[str]:
@@ -102,6 +106,8 @@ class FunctionReport:
         unread = not self.ops_before and self.warnings
         read = "not read as a graph (the warning says why)" if unread else f"{ops} ops ({opaque})"
         line = f"{self.name}: {self.status}, {read}, {self.seconds:.3f} s"
+        if self.partial:
+            line += f"\n  static part: {self.partial} read as a graph (the figures here are its); the rest kept as given"
         if self.folded:
             line += f"\n  read with its shape values (R.shape_of) folded to constants by {self.folded}"
         if self.search is not None:
@@ -328,8 +334,15 @@ class TASOOptimizer:
                           "weights passed at run time: the search cannot fold or merge them; bind them as "
                           "constants first (from_onnx(..., keep_params_in_input=False), or "
                           "relax.transform.BindParams)")
-        imported = graph_from_function(func, report.name, mod)
+        with warnings.catch_warnings(record=True) as refusal:
+            warnings.simplefilter("always")
+            imported = graph_from_function(func, report.name, mod)
         if imported is None:
+            part = split_static_part(func) if _has_bindings(func) and not report.partial else None
+            if part is not None:
+                return self._static_part(func, part, mod, report, refusal)
+            for w in refusal:
+                warnings.warn(str(w.message), w.category, stacklevel=2)
             report.status = "skipped" if not _has_bindings(func) else "unchanged"
             return func
         graph = imported.graph
@@ -373,6 +386,24 @@ class TASOOptimizer:
                                        f"{refused[1]}; kept the original")
             return func
         return self._reject(report, func, *refused)
+
+    def _static_part(self, func, part, mod, report: FunctionReport, refusal) -> relax.Function:
+        """A function the graph form cannot take whole (an If, a NonZero's shape), whose static part it can:
+        that part optimized as a function of its own (checks and speed check included) and put back in its
+        place; where it is not, the function as given, with the refusal that stood."""
+        why = "; ".join(str(w.message).split(" unchanged: ", 1)[-1] for w in refusal)
+        n, total = part.sizes
+        report.partial = f"{n} of {total} bindings"
+        head = self._transform(part.head, mod, report)
+        spliced = part.splice(head) if report.status in ("optimized", "re-emitted") else None
+        if spliced is None:
+            report.partial = ""
+            for w in refusal:
+                warnings.warn(str(w.message), w.category, stacklevel=2)
+            return func
+        report.notes.append(f"taso_relay: '{report.name}' optimized in its static part ({n} of its {total} "
+                            f"bindings, a graph of their own); the rest is kept as given: {why}")
+        return spliced
 
     def _candidates(self, graph: Graph, best: Graph, report: FunctionReport) -> list[tuple[str, Graph]]:
         """What to try, in order: the search's result, then the first phase's alone (duplicates merged,
@@ -814,8 +845,11 @@ def _emitted(graph: Graph, name: str, signature):
 
 
 def _module_of(func, mod, name: str):
-    """The module the function is checked in: `mod` where it holds `name`, else one of the function alone."""
-    return mod if _named_in(mod, name) else tvm.IRModule({name: func})
+    """The module the function is checked in: `mod` where it holds `name` (with `func` as `name`: a static
+    part is checked in its function's place), else one of the function alone."""
+    if _named_in(mod, name):
+        return mod if mod[name].same_as(func) else _with(mod, name, func)
+    return tvm.IRModule({name: func})
 
 
 def _with(module, name: str, func):
@@ -921,8 +955,6 @@ def _close_for(graph: Graph | None):
     from weights; and only float16 and bfloat16 loosen it (float8's ten steps would be the whole magnitude)."""
     if graph is None:
         return _close
-    from .graph.folding import weight_only
-
     folded = weight_only(graph)
     dtypes = {t.dtype for i, node in enumerate(graph.nodes) if not folded[i] and node.op not in _NOT_COMPUTING
               for t in node.types}

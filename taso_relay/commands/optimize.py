@@ -122,6 +122,8 @@ def _emit_onnx(args, taso, optimized, prepared) -> dict:
     from ..onnx_io.export import export_module
 
     _, after, signature = _graphs(taso, prepared, optimized)
+    if getattr(taso.report.get("main"), "partial", ""):  # its graphs are the static part's alone
+        after = signature = None
     exported = export_module(optimized, prepared, graph=after, signature=signature, seed=args.seed)
     onnx.save(exported.model, str(args.emit_onnx))
     info = {"path": str(args.emit_onnx), "exported": exported.exported, "max_abs_diff": exported.max_diff}

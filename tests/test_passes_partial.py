@@ -1,0 +1,102 @@
+"""A function the graph form cannot take whole (an If, NonZero's shape) has its static part optimized."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tvm
+from onnx import TensorProto, helper
+
+sys.path.insert(0, str(Path(__file__).parent / "bridge"))
+from bridge_onnx_models import F32, Model, import_onnx  # noqa: E402
+
+from taso_relay.bridge.static_part import split_static_part  # noqa: E402
+from taso_relay.passes import TASOPass  # noqa: E402
+
+
+def backbone(m: Model):
+    """conv + batch norm (a fold), relu, and two 1x1 convs of it summed with their biases (a conv sum)."""
+    y = m.op("Relu", [m.bn(m.conv("x", 3, 8, 3, pads=[1, 1, 1, 1]), 8)])
+    a = m.op("Conv", [y, m.weight((8, 8, 1, 1)), m.weight((8,))])
+    b = m.op("Conv", [y, m.weight((8, 8, 1, 1)), m.weight((8,))])
+    return m.op("Add", [a, b])
+
+
+def with_nonzero():
+    """The backbone, then the positions above a threshold (NonZero: a shape known only when it runs)."""
+    m = Model(3)
+    features = backbone(m)
+    where = m.op("NonZero", [m.op("Greater", [features, m.const(0.5, np.float32)])])
+    return m.build([("x", F32, [1, 3, 6, 6])],
+                   [(features, F32, [1, 8, 6, 6]), (where, TensorProto.INT64, [4, "n"])])
+
+
+def with_if():
+    """The backbone, then a branch on the input's sum: the features plus one, or twice them."""
+    m = Model(4)
+    features = backbone(m)
+    one, two = m.const(1.0, np.float32), m.const(2.0, np.float32)
+    then_g = helper.make_graph([helper.make_node("Add", [features, one], ["t"])], "then", [],
+                               [helper.make_tensor_value_info("t", F32, [1, 8, 6, 6])])
+    else_g = helper.make_graph([helper.make_node("Mul", [features, two], ["e"])], "else", [],
+                               [helper.make_tensor_value_info("e", F32, [1, 8, 6, 6])])
+    positive = m.op("Greater", [m.op("ReduceSum", ["x"], keepdims=0), m.const(0.0, np.float32)])
+    out = m.op("If", [positive], then_branch=then_g, else_branch=else_g)
+    return m.build([("x", F32, [1, 3, 6, 6])], [(out, F32, [1, 8, 6, 6])])
+
+
+@pytest.mark.parametrize("model, refused", [(with_nonzero, "match_cast"), (with_if, "control flow")],
+                         ids=["nonzero", "if"])
+def test_the_static_part_is_optimized_and_the_rest_kept(model, refused, run_module):
+    mod = import_onnx(model())
+    taso = TASOPass(verify_speed=False)
+    out = taso(mod)
+    report = taso.report["main"]
+    assert report.status == "optimized" and report.partial, report.summary()
+    assert report.ops_before["batch_norm"] == 1 and "batch_norm" not in report.ops_after
+    assert report.ops_before["conv2d"] == 3 and report.ops_after["conv2d"] == 2  # the 1x1 convs summed
+    assert any("optimized in its static part" in n and refused in n for n in report.notes), report.notes
+    assert not report.warnings and "static part:" in report.summary()
+    tvm.relax.analysis.well_formed(out)
+    rng = np.random.default_rng(0)
+    for sign in (1.0, -1.0):  # both branches of the If
+        x = (np.abs(rng.standard_normal((1, 3, 6, 6))) * sign).astype(np.float32)
+        want, got = run_module(mod, [x]), run_module(out, [x])
+        assert len(want) == len(got)
+        for w, g in zip(want, got):
+            if w.dtype == np.int64:  # the positions: the same, as no feature sits at the threshold
+                np.testing.assert_array_equal(g, w)
+            else:
+                np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5 * float(np.abs(w).max()))
+
+
+def test_a_static_part_with_nothing_to_rewrite_leaves_the_function_and_its_warning():
+    """An If right on the input: its static part (the condition) has no rewrite; the function is returned as
+    given, and the refusal stands as a warning."""
+    m = Model(5)
+    then_g = helper.make_graph([helper.make_node("Neg", ["x"], ["t"])], "then", [],
+                               [helper.make_tensor_value_info("t", F32, [2, 3])])
+    else_g = helper.make_graph([helper.make_node("Abs", ["x"], ["e"])], "else", [],
+                               [helper.make_tensor_value_info("e", F32, [2, 3])])
+    cond = m.op("Greater", [m.op("ReduceSum", ["x"], keepdims=0), m.const(0.0, np.float32)])
+    out = m.op("If", [cond], then_branch=then_g, else_branch=else_g)
+    mod = import_onnx(m.build([("x", F32, [2, 3])], [(out, F32, [2, 3])]))
+    assert split_static_part(mod["main"]).sizes == (2, 3)  # the sum and the comparison; the If
+    taso = TASOPass(verify_speed=False)
+    with pytest.warns(UserWarning, match="unchanged: control flow"):
+        result = taso(mod)
+    assert result["main"].same_as(mod["main"]) and not taso.report["main"].partial
+
+
+def test_the_speed_check_compiles_and_compares_the_static_part_alone():
+    """The static part is built, run and compared in its function's place, against itself as given (not
+    against the whole function, whose outputs differ in number and kind)."""
+    mod = import_onnx(with_nonzero())
+    taso = TASOPass(verify_speed=True, speed_budget=1.0)
+    taso(mod)
+    report = taso.report["main"]
+    assert report.partial and report.speed_tried, report.summary()
+    check = report.speed_tried[0]
+    assert check.builds == (True, True) and check.same_outputs is True, check.to_text()
