@@ -18,6 +18,7 @@ import statistics
 import time
 import warnings
 import weakref
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -107,7 +108,7 @@ class FunctionReport:
         read = "not read as a graph (the warning says why)" if unread else f"{ops} ops ({opaque})"
         line = f"{self.name}: {self.status}, {read}, {self.seconds:.3f} s"
         if self.partial:
-            line += f"\n  static part: {self.partial} read as a graph (the figures here are its); the rest kept as given"
+            line += f"\n  static part: {self.partial} read as a graph (the figures here are its); the rest as given"
         if self.folded:
             line += f"\n  read with its shape values (R.shape_of) folded to constants by {self.folded}"
         if self.search is not None:
@@ -341,9 +342,10 @@ class TASOOptimizer:
             part = split_static_part(func) if _has_bindings(func) and not report.partial else None
             if part is not None:
                 return self._static_part(func, part, mod, report, refusal)
-            for w in refusal:
-                warnings.warn(str(w.message), w.category, stacklevel=2)
             report.status = "skipped" if not _has_bindings(func) else "unchanged"
+        for w in refusal:  # the refusal, or what the import said on the way
+            warnings.warn(str(w.message), w.category, stacklevel=2)
+        if imported is None:
             return func
         graph = imported.graph
         report.folded = imported.folded
@@ -389,18 +391,27 @@ class TASOOptimizer:
 
     def _static_part(self, func, part, mod, report: FunctionReport, refusal) -> relax.Function:
         """A function the graph form cannot take whole (an If, a NonZero's shape), whose static part it can:
-        that part optimized as a function of its own (checks and speed check included) and put back in its
-        place; where it is not, the function as given, with the refusal that stood."""
+        that part optimized as a function of its own (checks and speed check included, its own report) and
+        put back in its place; where it is not, the function as given, with the refusal that stood."""
         why = "; ".join(str(w.message).split(" unchanged: ", 1)[-1] for w in refusal)
         n, total = part.sizes
-        report.partial = f"{n} of {total} bindings"
-        head = self._transform(part.head, mod, report)
-        spliced = part.splice(head) if report.status in ("optimized", "re-emitted") else None
+        own = FunctionReport(report.name, partial=f"{n} of {total} bindings")
+        head = self._transform(part.head, mod, own)
+        spliced = part.splice(head) if own.status in ("optimized", "re-emitted") else None
+        try:
+            if spliced is not None:
+                relax.analysis.well_formed(tvm.IRModule({report.name: spliced}))
+        except Exception:  # noqa: BLE001 - a splice TVM would not take: the function as given
+            spliced = None
         if spliced is None:
-            report.partial = ""
             for w in refusal:
                 warnings.warn(str(w.message), w.category, stacklevel=2)
+            if own.search is not None:
+                report.notes.append(f"taso_relay: the static part of '{report.name}' ({own.partial}) was read as "
+                                    f"a graph and searched; {own.status}, so the function is kept as given")
             return func
+        for f in dataclasses.fields(FunctionReport):
+            setattr(report, f.name, getattr(own, f.name))
         report.notes.append(f"taso_relay: '{report.name}' optimized in its static part ({n} of its {total} "
                             f"bindings, a graph of their own); the rest is kept as given: {why}")
         return spliced

@@ -87,7 +87,30 @@ def test_a_static_part_with_nothing_to_rewrite_leaves_the_function_and_its_warni
     taso = TASOPass(verify_speed=False)
     with pytest.warns(UserWarning, match="unchanged: control flow"):
         result = taso(mod)
-    assert result["main"].same_as(mod["main"]) and not taso.report["main"].partial
+    report = taso.report["main"]
+    assert result["main"].same_as(mod["main"]) and report.status == "unchanged" and not report.partial
+    assert report.graph_after is None and not report.ops_before  # the part's figures are not the function's
+    assert "not read as a graph" in report.summary() and any("static part" in n for n in report.notes)
+
+
+def test_nothing_moves_past_a_call_with_effects():
+    """An impure function (a packed call that may write its argument, then work on that argument): no static
+    part is taken out, so nothing is computed before the call, and the pass leaves the function."""
+    from tvm.script import relax as R
+
+    @tvm.script.ir_module
+    class Impure:
+        @R.function(pure=False)
+        def main(x: R.Tensor((1, 3, 6, 6), "float32"), w: R.Tensor((4, 3, 3, 3), "float32")):
+            _ = R.call_packed("test.fill", x, sinfo_args=R.Tuple())
+            y = R.nn.conv2d(x, w, padding=[1, 1, 1, 1])
+            z = R.nn.relu(y)
+            u = R.add(z, z)
+            return u
+
+    assert split_static_part(Impure["main"]) is None
+    with pytest.warns(UserWarning, match="unchanged"):
+        assert TASOPass(verify_speed=False)(Impure)["main"].same_as(Impure["main"])
 
 
 def test_the_speed_check_compiles_and_compares_the_static_part_alone():

@@ -68,20 +68,21 @@ def split_static_part(func: relax.Function) -> StaticPart | None:
     parameters, constants and each other), or None where there is none worth taking out, or nothing else
     (the graph form takes such a function whole)."""
     body = func.body
-    if not isinstance(body, relax.SeqExpr):
+    if not isinstance(body, relax.SeqExpr) or not func.is_pure:  # (effects keep their order)
         return None
     params = [p for p in func.params if _static(p)]
     known = set(params)
     static, order = set(), []
-    for block in body.blocks:  # (TVM's importer writes a function with an If as one block outside dataflow)
-        for b in block.bindings:
-            if (isinstance(b, relax.VarBinding) and isinstance(b.value, _VALUES) and _pure(b.value) and _static(b.var)
-                    and all(v in known for v in relax.analysis.free_vars(b.value)) and _no_symbolic_shape(b.value)):
-                known.add(b.var)
-                static.add(b.var)
-                order.append(b)
-    total = sum(len(block.bindings) for block in body.blocks)
-    if len(static) < MIN_BINDINGS or len(static) == total:
+    bindings = [b for block in body.blocks for b in block.bindings]  # (TVM's importer writes a function with an
+    for b in bindings:  # If as one block outside dataflow)
+        if isinstance(b, relax.VarBinding) and not _pure(b.value):
+            break  # nothing after an effect moves before it
+        if (isinstance(b, relax.VarBinding) and isinstance(b.value, _VALUES) and _static(b.var)
+                and all(v in known for v in relax.analysis.free_vars(b.value)) and _no_symbolic_shape(b.value)):
+            known.add(b.var)
+            static.add(b.var)
+            order.append(b)
+    if len(static) < MIN_BINDINGS or len(static) == len(bindings):
         return None
     reads = _read_by_the_rest(func, static)
     if not reads or not all(isinstance(v.ty, relax.TensorType) for v in reads):
@@ -152,11 +153,16 @@ def _normalized(func: relax.Function) -> relax.Function:
     return relax.transform.Normalize()(tvm.IRModule({"main": func}))["main"]
 
 
+_IN_PLACE = frozenset({"relax.call_tir_inplace", "relax.call_inplace_packed"})  # "pure", but write an argument
+
+
 def _pure(value) -> bool:
-    """Not a call with effects (printing, a packed function): those keep their place."""
+    """Not a call with effects (printing, a packed function, one that writes its argument): such a call, and
+    what comes after it, keep their place."""
     if not isinstance(value, relax.Call):
         return True
-    return isinstance(value.op, tvm.ir.Op) and bool(value.op.get_attr("FPurity"))
+    op = value.op
+    return isinstance(op, tvm.ir.Op) and bool(op.get_attr("FPurity")) and op.name not in _IN_PLACE
 
 
 def _no_symbolic_shape(value) -> bool:
