@@ -7,44 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tvm
-from onnx import TensorProto, helper
+from onnx import helper
 
 sys.path.insert(0, str(Path(__file__).parent / "bridge"))
-from bridge_onnx_models import F32, Model, import_onnx  # noqa: E402
+from bridge_onnx_models import F32, Model, import_onnx, with_if, with_nonzero  # noqa: E402
 
 from taso_relay.bridge.static_part import split_static_part  # noqa: E402
 from taso_relay.passes import TASOPass  # noqa: E402
-
-
-def backbone(m: Model):
-    """conv + batch norm (a fold), relu, and two 1x1 convs of it summed with their biases (a conv sum)."""
-    y = m.op("Relu", [m.bn(m.conv("x", 3, 8, 3, pads=[1, 1, 1, 1]), 8)])
-    a = m.op("Conv", [y, m.weight((8, 8, 1, 1)), m.weight((8,))])
-    b = m.op("Conv", [y, m.weight((8, 8, 1, 1)), m.weight((8,))])
-    return m.op("Add", [a, b])
-
-
-def with_nonzero():
-    """The backbone, then the positions above a threshold (NonZero: a shape known only when it runs)."""
-    m = Model(3)
-    features = backbone(m)
-    where = m.op("NonZero", [m.op("Greater", [features, m.const(0.5, np.float32)])])
-    return m.build([("x", F32, [1, 3, 6, 6])],
-                   [(features, F32, [1, 8, 6, 6]), (where, TensorProto.INT64, [4, "n"])])
-
-
-def with_if():
-    """The backbone, then a branch on the input's sum: the features plus one, or twice them."""
-    m = Model(4)
-    features = backbone(m)
-    one, two = m.const(1.0, np.float32), m.const(2.0, np.float32)
-    then_g = helper.make_graph([helper.make_node("Add", [features, one], ["t"])], "then", [],
-                               [helper.make_tensor_value_info("t", F32, [1, 8, 6, 6])])
-    else_g = helper.make_graph([helper.make_node("Mul", [features, two], ["e"])], "else", [],
-                               [helper.make_tensor_value_info("e", F32, [1, 8, 6, 6])])
-    positive = m.op("Greater", [m.op("ReduceSum", ["x"], keepdims=0), m.const(0.0, np.float32)])
-    out = m.op("If", [positive], then_branch=then_g, else_branch=else_g)
-    return m.build([("x", F32, [1, 3, 6, 6])], [(out, F32, [1, 8, 6, 6])])
 
 
 @pytest.mark.parametrize("model, refused", [(with_nonzero, "match_cast"), (with_if, "control flow")],

@@ -122,14 +122,17 @@ def _emit_onnx(args, taso, optimized, prepared) -> dict:
     from ..onnx_io.export import export_module
 
     _, after, signature = _graphs(taso, prepared, optimized)
-    if getattr(taso.report.get("main"), "partial", ""):  # its graphs are the static part's alone
+    partial = getattr(taso.report.get("main"), "partial", "")
+    if partial:  # its graphs are the static part's alone
         after = signature = None
     exported = export_module(optimized, prepared, graph=after, signature=signature, seed=args.seed)
     onnx.save(exported.model, str(args.emit_onnx))
     info = {"path": str(args.emit_onnx), "exported": exported.exported, "max_abs_diff": exported.max_diff}
     if not exported.exported:
-        info["reason"] = exported.reason
-        warnings.warn(f"could not export the optimized graph ({exported.reason}); wrote the input model "
+        reason = (f"the pass optimized the static part of 'main' alone ({partial}), and the ONNX export "
+                  "writes whole functions" if partial else exported.reason)
+        info["reason"] = reason
+        warnings.warn(f"could not export the optimized graph ({reason}); wrote the input model "
                       f"(shapes inferred, constants folded) to {args.emit_onnx} instead")
     return info
 

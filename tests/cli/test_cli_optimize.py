@@ -107,6 +107,27 @@ def test_emit_onnx_falls_back_to_the_input_model_with_a_warning(cli, model_dir, 
     np.testing.assert_allclose(_ort(model, {"x": x})[0], _ort(model_dir / "einsum.onnx", {"x": x})[0], rtol=1e-6)
 
 
+def test_a_model_optimized_in_its_static_part_says_so_and_writes_the_input_model(cli, tmp_path):
+    """A NonZero after a backbone: the report shows the static part rewritten; --emit-onnx writes the input
+    model, saying why (the export takes whole functions), and the report records it."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "bridge"))
+    from bridge_onnx_models import with_nonzero
+
+    model_path, out_path, report_path = tmp_path / "nz.onnx", tmp_path / "out.onnx", tmp_path / "r.json"
+    onnx.save(with_nonzero(), str(model_path))
+    status, out, err = cli("optimize", model_path, "--emit-onnx", out_path, "--report", report_path,
+                           "--no-verify-speed")
+    assert status == 0, err
+    assert "main: optimized" in out and "static part: 14 of 16 bindings" in out and "h-bn-conv" in out
+    assert "optimized the static part of 'main' alone (14 of 16 bindings)" in err
+    report = json.loads(report_path.read_text())
+    assert report["functions"]["main"]["partial"] == "14 of 16 bindings" and not report["onnx"]["exported"]
+    assert [n.op_type for n in onnx.load(str(out_path)).graph.node].count("BatchNormalization") == 1
+
+
 def test_emit_onnx_writes_a_reflect_pad_computed_from_shapes(cli, model_dir, tmp_path):
     """The dynamic reflect pad: folded to constants, imported as call_tir of topi's mirror_pad
     (opaque to the rules), exported as Pad in reflect mode."""
