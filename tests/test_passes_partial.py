@@ -92,3 +92,20 @@ def test_the_speed_check_compiles_and_compares_the_static_part_alone():
     assert report.partial and report.speed_tried, report.summary()
     check = report.speed_tried[0]
     assert check.builds == (True, True) and check.same_outputs is True, check.to_text()
+
+
+def test_a_part_computed_from_weights_alone_is_left_to_fold_constant():
+    """A dynamic batch (no graph form): what does not depend on the input is its weights' reshapes, which
+    FoldConstant computes; no part is taken out and the function is left with its hint."""
+    m = Model(6)
+    y = m.op("Conv", ["x", m.weight((8, 3, 3, 3)), m.weight((8,))], pads=[1, 1, 1, 1])
+    y = m.op("Conv", [m.op("Relu", [y]), m.weight((8, 8, 1, 1)), m.weight((8,))])
+    mod = import_onnx(m.build([("x", F32, ["N", 3, 6, 6])], [(y, F32, ["N", 8, 6, 6])]))
+    reshapes = [b for b in mod["main"].body.blocks[0].bindings if "reshape" in str(b.value)]
+    assert len(reshapes) == 2  # the biases: static, of weights alone
+    assert split_static_part(mod["main"]) is None
+    taso = TASOPass(verify_speed=False)
+    with pytest.warns(UserWarning, match="symbolic dimension"):
+        assert taso(mod)["main"].same_as(mod["main"])
+    assert not taso.report["main"].notes and not taso.report["main"].partial
+

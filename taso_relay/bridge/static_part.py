@@ -89,6 +89,8 @@ def split_static_part(func: relax.Function) -> StaticPart | None:
         return None
     used = set().union(*(relax.analysis.free_vars(b.value) for b in order))
     head_params = [p for p in params if p in used]
+    if not head_params:  # computed from constants alone: FoldConstant's (a dynamic input's weights, reshaped)
+        return None
     return StaticPart(func, _head(func, head_params, order, reads), frozenset(static), reads)
 
 
