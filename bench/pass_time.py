@@ -48,12 +48,12 @@ def main(argv=None) -> None:
 
     from bench.harness.configs import import_onnx
     from bench.harness.models import build_model
-    from taso_relay.passes import TASOOptimizer, TASOPass, _close_for
+    from taso_relay.passes import TASOOptimizer, TASOPass
 
     if args.check == "whole":
         def whole(self, before, after, imported, mod, report=None):
             start = time.perf_counter()
-            same, how = self._whole_function_same(before, after, imported, mod, _close_for(before))
+            same, how = self._whole_function_same(before, after, imported, mod)
             if report is not None:
                 report.check = f"whole function ({how}) in {time.perf_counter() - start:.2f} s"
             return same

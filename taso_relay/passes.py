@@ -18,8 +18,7 @@ import statistics
 import time
 import warnings
 import weakref
-import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 import tvm
@@ -33,6 +32,7 @@ from .cost.lowering import reusing_lowerings, with_cores
 from .graph import Graph, NotModelled, blas_on_free_cores, evaluate, random_feeds
 from .graph.folding import CONSTANT_OPS, weight_only
 from .guard import check_region
+from .guard.close import close as _close, close_for as _close_for
 from .search import CONTEST_GAIN, DEFAULT_PATIENCE, DEFAULT_TIME_LIMIT, optimize  # 8 s: under the 10 s target
 from .search.layout import LAYOUTS
 from .search.saturate import merges_matmuls
@@ -410,7 +410,7 @@ class TASOOptimizer:
                 report.notes.append(f"taso_relay: the static part of '{report.name}' ({own.partial}) was read as "
                                     f"a graph and searched; {own.status}, so the function is kept as given")
             return func
-        for f in dataclasses.fields(FunctionReport):
+        for f in fields(FunctionReport):
             setattr(report, f.name, getattr(own, f.name))
         report.notes.append(f"taso_relay: '{report.name}' optimized in its static part ({n} of its {total} "
                             f"bindings, a graph of their own); the rest is kept as given: {why}")
@@ -488,13 +488,13 @@ class TASOOptimizer:
             if report is not None:
                 report.check = region.describe()
             return bool(region.same)
-        same, how = self._whole_function_same(before, after, imported, mod, _close_for(before))
+        same, how = self._whole_function_same(before, after, imported, mod)
         if report is not None:
             report.check = f"{region.describe()}; whole function ({how}): {'equal' if same else 'differ'}"
         return same
 
-    def _whole_function_same(self, before: Graph, after: Graph, imported: Imported, mod,
-                             close=None) -> tuple[bool, str]:
+    def _whole_function_same(self, before: Graph, after: Graph, imported: Imported, mod) -> tuple[bool, str]:
+        """In the rounding of the narrowest float the function computes in (guard.close.close_for)."""
         rng = np.random.default_rng(self.seed)
         how = "numpy"
         try:
@@ -511,7 +511,8 @@ class TASOOptimizer:
                     module = module_from_graph(graph, sig.name, sig, mod=mod)
                     runs.append(execute.run_module(module, inputs, self.target, func=sig.name))
             want, got = runs
-        return all((close or _close)(a, b) for a, b in zip(want, got)), how
+        close = _close_for(before)
+        return all(close(a, b) for a, b in zip(want, got)), how
 
     def _speed_check(self, func, rewritten, mod, report: FunctionReport, contested: bool = False):
         """Measure the original against the rewritten module; SpeedCheck.kept is the verdict.
@@ -897,90 +898,6 @@ def _reference(graph: Graph | None, signature):
             return None
 
     return outputs
-
-
-def _close(a: np.ndarray, b: np.ndarray, within=None) -> bool:
-    """Equal up to rounding in their float type, scaled by the reference's magnitude (NaN and inf where it
-    has them): 1e-4 of it for float32 and wider, ten rounding steps (CLOSE_STEPS) for narrower floats,
-    where a merged matmul's reordered sums move float16 results by a few steps; or those of the float type
-    `within`, where that is narrower (the function computes in it: see _close_for). The magnitude is the
-    largest finite element itself: with 1 + it, a random-weight MobileNet's logits (1e-9) agreed with
-    anything smaller than 1e-4.
-
-    A float64 difference, with the non-finite elements looked at only when some element fails: on a
-    1x256x56x56 float32 pair 1.3 ms, against 9.0 ms for np.allclose on two float64 copies. Taken in
-    blocks of CLOSE_BLOCK elements, so a language model's logits need no float64 copy of their own."""
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    if not _is_float(a.dtype):
-        return bool(np.array_equal(a, b))
-    if a.size == 0:
-        return True
-    tolerance = _tolerance(a.dtype) if within is None else max(_tolerance(a.dtype), _tolerance(within))
-    if not np.issubdtype(a.dtype, np.floating):  # bfloat16: exact in float32
-        a, b = a.astype(np.float32), b.astype(np.float32)
-    flat_a, flat_b = a.reshape(-1), b.reshape(-1)
-    blocks = range(0, flat_a.size, CLOSE_BLOCK)
-    with np.errstate(all="ignore"):
-        largest = max(_finite_max(np.abs(flat_a[i:i + CLOSE_BLOCK])) for i in blocks)
-        bound = tolerance * max(largest, float(np.finfo(a.dtype).tiny))
-        for i in blocks:
-            x, y = flat_a[i:i + CLOSE_BLOCK], flat_b[i:i + CLOSE_BLOCK]
-            ok = np.abs(y.astype(np.float64) - x) <= bound  # exact: float32 - float32 in float64
-            if ok.all():
-                continue
-            bad = ~ok  # the same infinity, or NaN on both sides; else a real difference
-            x, y = x[bad], y[bad]
-            if not np.all((x == y) | (np.isnan(x) & np.isnan(y))):
-                return False
-    return True
-
-
-CLOSE_BLOCK = 1 << 22  # elements _close compares at a time (32 MB of float64)
-CLOSE_RTOL = 1e-4  # of the reference's magnitude, for float32 and wider
-CLOSE_STEPS = 10  # rounding steps allowed for narrower floats (float16: 1e-2 of the magnitude)
-
-
-def _tolerance(dtype) -> float:
-    return max(CLOSE_RTOL, CLOSE_STEPS * float(np.finfo(dtype).eps))
-
-
-# operators that store, move or convert values without arithmetic that rounds in their type
-_NOT_COMPUTING = frozenset({"input", "weight", "constant", "cast", "transpose", "reshape", "squeeze", "expand_dims",
-                            "broadcast_to", "concat", "split", "strided_slice", "take", "pad", "enlarge", "stack",
-                            "opaque"})
-
-
-def _is_float(dtype) -> bool:
-    """numpy's floats and ml_dtypes' bfloat16, which numpy does not count as floating (float8 kinds are compared
-    exactly: ten of their rounding steps would be the whole magnitude)."""
-    return np.issubdtype(dtype, np.floating) or np.dtype(dtype).name == "bfloat16"
-
-
-def _close_for(graph: Graph | None):
-    """_close with the rounding of the narrowest float `graph` computes in: a bfloat16 or float16 model
-    whose outputs are cast to float32 rounds inside, and a rewrite there moves those float32 outputs by
-    as many of its steps (x @ a + x @ b against x @ (a + b) in bfloat16: 0.4% of the output's magnitude).
-    Only arithmetic on values the model runs counts: not values stored, moved or cast in a narrow type
-    (float16 weights, or a float16 input transposed and cast to float32), nor what FoldConstant computes
-    from weights; and only float16 and bfloat16 loosen it (float8's ten steps would be the whole magnitude)."""
-    if graph is None:
-        return _close
-    folded = weight_only(graph)
-    dtypes = {t.dtype for i, node in enumerate(graph.nodes) if not folded[i] and node.op not in _NOT_COMPUTING
-              for t in node.types}
-    import ml_dtypes
-
-    narrow = [d for d in (ml_dtypes.bfloat16, np.float16) if np.dtype(d).name in dtypes]  # the wider step first
-    return functools.partial(_close, within=np.dtype(narrow[0])) if narrow else _close
-
-
-def _finite_max(magnitude: np.ndarray) -> float:
-    """The largest of |values|, leaving out NaN and inf (a reference that has them is scaled by the rest)."""
-    largest = float(magnitude.max())
-    if not np.isfinite(largest):
-        largest = float(magnitude.max(initial=0.0, where=np.isfinite(magnitude)))
-    return largest
 
 
 def _op_counts(graph: Graph, signature) -> dict[str, int]:

@@ -657,6 +657,11 @@ def test_bfloat16_arithmetic_inside_a_float32_function_is_checked_with_bfloat16_
     want, got = run_module(mod, inputs)[0].astype(np.float64), run_module(after, inputs)[0].astype(np.float64)
     scale = np.abs(want).max()
     assert 1e-4 * scale < np.abs(got - want).max() <= 10 * 2.0 ** -7 * scale  # past float32's bound, bfloat16's
+    # the speed check compares the compiled float32 outputs with bfloat16's rounding too (float32's refused them)
+    taso = TASOPass(verify_speed=True, speed_budget=0.5)
+    taso(mod)
+    check = taso.report["main"].speed_tried[0]
+    assert check.builds == (True, True) and check.same_outputs is True, check.to_text()
 
 
 def test_weights_passed_as_parameters_are_named_in_a_warning():

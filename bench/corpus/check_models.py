@@ -78,25 +78,6 @@ def shapes_for(path: Path, shapes: dict[str, tuple[int, ...]]) -> dict[str, tupl
     return {name: shape for name, shape in shapes.items() if name in names}
 
 
-NARROW = ("float16", "bfloat16")  # widest rounding step last
-
-
-def computes_in(mod) -> str | None:
-    """The narrowest float the function computes in (casts into it left out), or None for float32 and wider:
-    a model that casts to bfloat16 for two matmuls and back rounds to bfloat16 inside, and a rewrite there
-    (x @ a + x @ b as x @ (a + b)) moves its float32 outputs by a bfloat16 step, as TASOPass's check allows."""
-    from tvm import relax
-
-    dtypes = set()
-    for block in mod["main"].body.blocks:
-        for binding in block.bindings:
-            value, info = binding.value, binding.var.ty
-            cast = isinstance(value, relax.Call) and getattr(value.op, "name", "") == "relax.astype"
-            if isinstance(info, relax.TensorType) and not cast:
-                dtypes.add(str(info.dtype))
-    return next((dtype for dtype in reversed(NARROW) if dtype in dtypes), None)
-
-
 def tolerance_of(record: dict, args) -> float:
     """--tolerance, or a narrow float's where the outputs are float16 or the function computes in one."""
     narrow = {record.get("computes_in"), "float16" if record.get("float16") else None}
@@ -133,6 +114,7 @@ def check(path: Path, target, time_limit: float, layout: str | None = None, lowe
 
     from taso_relay.bridge.execute import flatten, random_inputs
     from taso_relay.cost.lowering import compile_module
+    from taso_relay.guard.close import narrow_float
     from taso_relay.onnx_io import prepare
     from taso_relay.passes import TASOPass
 
@@ -187,9 +169,9 @@ def check(path: Path, target, time_limit: float, layout: str | None = None, lowe
     if all_zero(original if original is not None else reference):
         record["vacuous"] = "the original's outputs are all zeros on these inputs: the comparison shows nothing"
     record["float16"] = any(o.dtype == np.float16 for o in result)
-    narrow = computes_in(mod)
-    if narrow:
-        record["computes_in"] = narrow
+    narrow = narrow_float(taso.report["main"].graph_before)  # as TASOPass's own check finds it
+    if narrow is not None:
+        record["computes_in"] = narrow.name
     record["total_s"] = round(time.perf_counter() - start, 1)
     return record
 

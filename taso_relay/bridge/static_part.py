@@ -72,22 +72,23 @@ def split_static_part(func: relax.Function) -> StaticPart | None:
         return None
     params = [p for p in func.params if _static(p)]
     known = set(params)
-    static, order = set(), []
+    static, order, used = set(), [], set()
     bindings = [b for block in body.blocks for b in block.bindings]  # (TVM's importer writes a function with an
     for b in bindings:  # If as one block outside dataflow)
         if isinstance(b, relax.VarBinding) and not _pure(b.value):
             break  # nothing after an effect moves before it
+        operands = relax.analysis.free_vars(b.value) if isinstance(b, relax.VarBinding) else ()
         if (isinstance(b, relax.VarBinding) and isinstance(b.value, _VALUES) and _static(b.var)
-                and all(v in known for v in relax.analysis.free_vars(b.value)) and _no_symbolic_shape(b.value)):
+                and all(v in known for v in operands) and _no_symbolic_shape(b.value)):
             known.add(b.var)
             static.add(b.var)
             order.append(b)
+            used.update(operands)
     if len(static) < MIN_BINDINGS or len(static) == len(bindings):
         return None
     reads = _read_by_the_rest(func, static)
     if not reads or not all(isinstance(v.ty, relax.TensorType) for v in reads):
         return None
-    used = set().union(*(relax.analysis.free_vars(b.value) for b in order))
     head_params = [p for p in params if p in used]
     if not head_params:  # computed from constants alone: FoldConstant's (a dynamic input's weights, reshaped)
         return None
@@ -159,8 +160,9 @@ _IN_PLACE = frozenset({"relax.call_tir_inplace", "relax.call_inplace_packed"})  
 
 
 def _pure(value) -> bool:
-    """Not a call with effects (printing, a packed function, one that writes its argument): such a call, and
-    what comes after it, keep their place."""
+    """Not a call with effects (printing, a packed function, one that writes its argument) nor a call of
+    another function (whose effects are not read here): such a call, and what comes after it, keep their
+    place."""
     if not isinstance(value, relax.Call):
         return True
     op = value.op

@@ -352,7 +352,9 @@ def export_module(mod, prepared, func: str = "main", graph=None, signature=None,
         return Exported(prepared.model, False, f"the ONNX writer failed: {type(exc).__name__}{detail}")
     if not check:
         return Exported(model, True)
-    ok, diff, why = check_numerics(prepared.original, model, prepared.inputs, seed=seed)
+    from ..guard.close import narrow_float
+
+    ok, diff, why = check_numerics(prepared.original, model, prepared.inputs, seed=seed, within=narrow_float(graph))
     if not ok:
         return Exported(prepared.model, False, f"the exported graph does not match the input model ({why})", diff)
     return Exported(model, True, "", diff)
@@ -406,27 +408,23 @@ def run_onnxruntime(model, feeds: dict) -> list[np.ndarray]:
     return session.run(None, feeds)
 
 
-def close(want: np.ndarray, got: np.ndarray) -> tuple[bool, float]:
-    """Equal up to float32 rounding scaled by the reference's magnitude (its largest finite element, as
-    TASOPass's own check: 1 + it let tiny outputs agree with anything); (ok, max abs diff)."""
+def close(want: np.ndarray, got: np.ndarray, within=None) -> tuple[bool, float]:
+    """(TASOPass's verdict, guard.close.close, with `within` the narrow float the graph computes in; the
+    largest absolute difference of the finite elements)."""
+    from ..guard.close import close as same
+
     want, got = np.asarray(want), np.asarray(got)
     if want.shape != got.shape:
         return False, float("inf")
-    if not np.issubdtype(want.dtype, np.floating):
-        return bool(np.array_equal(want, got)), float(np.max(np.abs(want.astype(np.float64) - got), initial=0))
     a, b = want.astype(np.float64), got.astype(np.float64)
-    finite = np.abs(a[np.isfinite(a)])
-    scale = max(float(finite.max()) if finite.size else 0.0, float(np.finfo(want.dtype).tiny))
     both = np.isfinite(a) & np.isfinite(b)
     diff = float(np.max(np.abs(a[both] - b[both]), initial=0.0))
-    from ..passes import _tolerance  # TASOPass's own bound: 1e-4, or ten rounding steps for float16
-
-    tol = _tolerance(want.dtype)
-    return bool(np.allclose(b, a, rtol=0.0, atol=tol * scale, equal_nan=True)), diff
+    return same(want, got.astype(want.dtype), within), diff
 
 
-def check_numerics(reference, candidate, inputs, seed: int = 0) -> tuple[bool, float | None, str]:
-    """Run both ONNX models with onnxruntime on the same random inputs: (equal, max abs diff, why not)."""
+def check_numerics(reference, candidate, inputs, seed: int = 0, within=None) -> tuple[bool, float | None, str]:
+    """Run both ONNX models with onnxruntime on the same random inputs: (equal, max abs diff, why not); `within`:
+    the narrow float the graph computes in, whose rounding the comparison allows (guard.close)."""
     feeds = random_onnx_inputs(inputs, seed, onnx_index_bounds(reference))
     try:
         want = run_onnxruntime(reference, feeds)
@@ -438,7 +436,7 @@ def check_numerics(reference, candidate, inputs, seed: int = 0) -> tuple[bool, f
         return False, None, f"onnxruntime cannot run it: {str(exc).strip().splitlines()[0]}"
     worst = 0.0
     for k, (a, b) in enumerate(zip(want, got)):
-        ok, diff = close(a, b)
+        ok, diff = close(a, b, within)
         worst = max(worst, diff)
         if not ok:
             return False, diff, f"output {k} differs by up to {diff:.3g}"

@@ -375,7 +375,7 @@ def _fold_node(node, consts, shapes, keep_outputs, opset):
         return None
     if node.op_type in NONDETERMINISTIC or node.op_type in SUBGRAPH_OPS:
         return None
-    if any(a.type in (5, 10) for a in node.attribute):  # GRAPH / GRAPHS attributes
+    if any(a.type in (GRAPH, GRAPHS) for a in node.attribute):
         return None
     if node.op_type in ("Shape", "Size") and node.input[0] in shapes:
         return [_shape_value(node, shapes[node.input[0]])]
@@ -390,6 +390,9 @@ def _fold_node(node, consts, shapes, keep_outputs, opset):
     return values
 
 
+GRAPH, GRAPHS = 5, 10  # onnx.AttributeProto's types of a subgraph attribute (If's branches, Loop's body)
+
+
 def _names_read(nodes) -> set:
     """The names `nodes` read, with those their If, Loop and Scan bodies read from the scopes around them
     (a branch's weights are outer initializers that no top-level node lists)."""
@@ -397,7 +400,7 @@ def _names_read(nodes) -> set:
     for node in nodes:
         names.update(node.input)
         for attr in node.attribute:
-            for body in ([attr.g] if attr.type == 5 else attr.graphs if attr.type == 10 else []):
+            for body in ([attr.g] if attr.type == GRAPH else attr.graphs if attr.type == GRAPHS else []):
                 names |= _names_read(body.node) | {o.name for o in body.output}
     return names
 

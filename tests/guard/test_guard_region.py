@@ -175,7 +175,7 @@ def test_stacked_samples_find_every_value_close_would_share():
     """The check shares a rewritten value with an equal original one; a vectorised prefilter finds the
     candidates. It must keep every sample TASOPass's `close` accepts (in order) and drop far ones."""
     from taso_relay.guard.numeric import _Samples
-    from taso_relay.passes import _close
+    from taso_relay.guard.close import close as _close
 
     rng = np.random.default_rng(0)
     base = [rng.normal(size=64).astype("float32") * 10.0 ** rng.integers(-3, 4) for _ in range(40)]
@@ -202,11 +202,11 @@ def test_close_decides_as_float64_allclose_does(block, monkeypatch):
     whether it takes the arrays whole or in blocks (the scale stays that of the whole reference). The
     scale is the reference's largest magnitude itself: with 1 + it, logits of 1e-9 (random-weight
     MobileNets) agreed with anything below 1e-4."""
-    from taso_relay import passes
-    from taso_relay.passes import _close
+    from taso_relay.guard import close as closeness
+    from taso_relay.guard.close import close as _close
 
     if block is not None:
-        monkeypatch.setattr(passes, "CLOSE_BLOCK", block)
+        monkeypatch.setattr(closeness, "CLOSE_BLOCK", block)
 
     def reference(a, b):
         if a.shape != b.shape or a.dtype != b.dtype:
@@ -257,7 +257,7 @@ def test_close_takes_bfloat16_as_a_float_and_a_narrow_inner_type_for_float32_out
     import ml_dtypes
 
     from taso_relay.graph import GraphBuilder
-    from taso_relay.passes import _close, _close_for
+    from taso_relay.guard.close import close as _close, close_for as _close_for
 
     bf16 = np.dtype(ml_dtypes.bfloat16)
     a = np.array([8.25, -3.0, 0.5], bf16)

@@ -92,7 +92,8 @@ def test_a_factor_per_output_channel_folds_into_the_conv_and_others_stay(fold_ru
     x = b.input("x", (2, 4, 6, 6))
     conv = b.op("conv2d", x, w("k", (6, 2, 3, 3)), padding=(1, 1, 1, 1), groups=2)
     scaled = b.op("mul", conv, w("f", (1, 6, 1, 1)))
-    biased = b.op("mul", w("f3", (6, 1, 1)), b.op("add", b.op("conv2d", x, w("k2", (6, 4, 1, 1))), w("b2", (1, 6, 1, 1))))
+    conv2 = b.op("conv2d", x, w("k2", (6, 4, 1, 1)))
+    biased = b.op("mul", w("f3", (6, 1, 1)), b.op("add", conv2, w("b2", (1, 6, 1, 1))))
     per_position = b.op("mul", b.op("conv2d", x, w("k3", (6, 4, 1, 1))), w("fp", (1, 1, 6, 6)))
     g = b.build([scaled, biased, per_position])
     best, report = optimize(g, fold_rules, FixedCost({"conv2d": 10.0, "mul": 1.0, "add": 1.0}), budget=0,
