@@ -109,3 +109,29 @@ def test_a_part_computed_from_weights_alone_is_left_to_fold_constant():
         assert taso(mod)["main"].same_as(mod["main"])
     assert not taso.report["main"].notes and not taso.report["main"].partial
 
+
+
+def test_a_call_of_another_function_stops_the_part_and_nothing_after_it_moves():
+    """A call the part cannot see into (another function of the module) keeps its place, and so does
+    everything after it, even what does not read it (`g`): only `a` and `b` before it are the part."""
+    from tvm.script import relax as R
+
+    @tvm.script.ir_module
+    class Calls:
+        @R.function
+        def helper(x: R.Tensor((1, 3, 6, 6), "float32")) -> R.Tensor((1, 3, 6, 6), "float32"):
+            return x
+
+        @R.function
+        def main(x: R.Tensor((1, 3, 6, 6), "float32")) -> R.Tensor((1, 3, 6, 6), "float32"):
+            cls = Calls
+            a = R.nn.relu(x)
+            b = R.add(a, a)
+            c = cls.helper(b)
+            g = R.nn.relu(x)
+            d = R.add(c, g)
+            return d
+
+    part = split_static_part(Calls["main"])
+    assert part is not None and sorted(v.name for v in part.static) == ["a", "b"]
+    assert [v.name for v in part.reads] == ["b"]
