@@ -66,10 +66,13 @@ def onnxruntime_outputs(path: Path, arrays: list[np.ndarray]) -> tuple[list[np.n
 
 
 def model_inputs(path: Path) -> set[str]:
-    """The names of a model's graph inputs (its weights not loaded)."""
+    """The names of a model's inputs, as the CLI reads them (initializers listed as inputs left out; the
+    weights' data not loaded)."""
     import onnx
 
-    return {i.name for i in onnx.load(str(path), load_external_data=False).graph.input}
+    from taso_relay.onnx_io.prepare import graph_inputs
+
+    return {i.name for i in graph_inputs(onnx.load(str(path), load_external_data=False))}
 
 
 def shapes_for(path: Path, shapes: dict[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
