@@ -27,6 +27,9 @@ from .records import CallRecord, Export, ExportRef, Signature, is_tensor_leaf, i
 
 CALL_TIR = tvm.ir.Op.get("relax.call_tir")
 DROPOUT = tvm.ir.Op.get("relax.nn.dropout")
+STACK = tvm.ir.Op.get("relax.stack")
+SUM = tvm.ir.Op.get("relax.sum")
+BROADCAST_TO = tvm.ir.Op.get("relax.broadcast_to")
 
 
 def _binding_refused(binding) -> str:
@@ -48,6 +51,14 @@ class Imported(NamedTuple):
     graph: Graph
     signature: Signature
     folded: str = ""  # how its shape values were folded before it was read (shapes_folded; as FunctionReport.folded)
+
+
+@dataclass(frozen=True)
+class Stacked:
+    """A stack whose one use sums it over the new axis (ONNX Sum of three or more inputs imports so): no node of
+    its own; the sum reads as a chain of adds, in the order the reduction adds them."""
+
+    items: tuple
 
 
 @dataclass(frozen=True)
@@ -267,10 +278,40 @@ class _Importer:
             data = self._value(call.args[0])
             if isinstance(data, Ref):
                 return TupleVal((data, None))
+        if call.op.same_as(BROADCAST_TO) and _same_type(call.args[0], call):
+            return self._value(call.args[0])  # the identity (ONNX Sum, Max, Mean and Expand import with one)
+        if call.op.same_as(STACK) and self._summed_away(var, call):
+            return Stacked(tuple(self._value(f) for f in call.args[0].fields))
+        if call.op.same_as(SUM) and is_value_var(call.args[0]) and isinstance(self.env.get(call.args[0]), Stacked):
+            return self._add_chain(self.env[call.args[0]].items)
         try:
             return self._modelled(var, call)
         except (Unsupported, GraphError):
             return self._opaque(var, call)
+
+    def _summed_away(self, var, call) -> bool:
+        """Whether `var = stack(...)` is used once, by a sum over the stacked axis that drops it."""
+        users = self.uses.get(var, [])
+        if not isinstance(var, relax.DataflowVar) or len(users) != 1 or users[0] is None:
+            return False
+        total = users[0].value
+        if not (isinstance(total, relax.Call) and total.op.same_as(SUM) and total.args[0].same_as(var)
+                and total.attrs.axis is not None and not bool(total.attrs.keepdims)
+                and isinstance(call.args[0], relax.Tuple)):
+            return False
+        try:
+            axis, rank = ops_table.stack_axis(call), len(ops_table.static_shape(call.ty))
+            fields = [self._value(f) for f in call.args[0].fields]
+        except Unsupported:
+            return False
+        return [int(a) % rank for a in total.attrs.axis] == [axis] and all(isinstance(f, Ref) for f in fields)
+
+    def _add_chain(self, items) -> Ref:
+        total = items[0]
+        for item in items[1:]:
+            self.builder.add("add", [total, item])
+            total = Ref(len(self.builder.nodes) - 1, 0)
+        return total
 
     def _modelled(self, var, call):
         if call.op.same_as(CALL_TIR) and self.mod is not None:
@@ -383,6 +424,14 @@ class _Importer:
         if isinstance(expr, relax.Tuple):
             return tuple(self._result(f, export_of) for f in expr.fields)
         return self._structure(self._value(expr))
+
+
+def _same_type(a, b) -> bool:
+    """Whether two tensor expressions have one static shape and dtype."""
+    try:
+        return _result_types(a.ty) == _result_types(b.ty)
+    except Unsupported:
+        return False
 
 
 def _result_types(ty) -> list[TensorType]:

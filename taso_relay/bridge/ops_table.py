@@ -286,6 +286,26 @@ def _take(call) -> Reading:
     return CHAIN, {"steps": tuple(steps)}, [x]
 
 
+def stack_axis(call) -> int:
+    """The axis a relax.stack inserts, counted from 0 in its result."""
+    rank = len(static_shape(call.ty))
+    axis = 0 if call.attrs.axis is None else int(call.attrs.axis)
+    if not -rank <= axis < rank:
+        raise Unsupported(f"stack at axis {axis} of a rank-{rank} result")
+    return axis % rank
+
+
+def _stack(call) -> Reading:
+    """torch.stack and ONNX Sum's import: each operand given the new axis, then concatenated along it."""
+    operands = call.args[0]
+    if not isinstance(operands, relax.Tuple) or not operands.fields:
+        raise Unsupported("stack of a tuple variable")
+    axis, n = stack_axis(call), len(operands.fields)
+    steps = [("expand_dims", {"axes": (axis,)}, (k,)) for k in range(n)]
+    steps.append(("concat", {"axis": axis}, tuple(range(n, 2 * n))))
+    return PROGRAM, {"steps": tuple(steps)}, list(operands.fields)
+
+
 def _squeeze(call) -> Reading:
     x = call.args[0]
     shape = static_shape(x.ty)
@@ -388,6 +408,7 @@ IMPORTERS: dict[str, Importer] = {
     "relax.squeeze": _squeeze,
     "relax.take": _take,
     "relax.expand_dims": _expand_dims,
+    "relax.stack": _stack,
     "relax.astype": _astype,
     "relax.clip": _clip,
     "relax.nn.leakyrelu": _leakyrelu,
