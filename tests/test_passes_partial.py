@@ -135,3 +135,31 @@ def test_a_call_of_another_function_stops_the_part_and_nothing_after_it_moves():
     part = split_static_part(Calls["main"])
     assert part is not None and sorted(v.name for v in part.static) == ["a", "b"]
     assert [v.name for v in part.reads] == ["b"]
+
+
+def test_a_call_that_writes_its_argument_stops_the_part():
+    """call_tir_inplace is pure to Relax but writes `b`'s buffer: it and everything after it keep their place."""
+    from tvm.script import relax as R
+    from tvm.script import tirx as T
+
+    @tvm.script.ir_module
+    class InPlace:
+        @T.prim_func(private=True)
+        def double(x: T.Buffer((1, 3, 6, 6), "float32")):
+            for i, j, k, m in T.grid(1, 3, 6, 6):
+                x[i, j, k, m] = x[i, j, k, m] * T.float32(2)
+
+        @R.function
+        def main(x: R.Tensor((1, 3, 6, 6), "float32")) -> R.Tensor((1, 3, 6, 6), "float32"):
+            cls = InPlace
+            a = R.nn.relu(x)
+            b = R.add(a, a)
+            c = R.call_tir_inplace(cls.double, (b,), inplace_indices=[0], out_ty=R.Tensor((1, 3, 6, 6), "float32"))
+            g = R.nn.relu(x)
+            d = R.add(c, g)
+            return d
+
+    assert InPlace["main"].is_pure
+    part = split_static_part(InPlace["main"])
+    assert part is not None and sorted(v.name for v in part.static) == ["a", "b"]
+    assert [v.name for v in part.reads] == ["b"]
