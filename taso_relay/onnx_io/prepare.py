@@ -468,6 +468,8 @@ def prepare(path, input_shapes: Mapping[str, Sequence[int]] | None = None, fold:
     path = Path(path)
     original = load_onnx(path)
     inputs = pin_input_shapes(original, input_shapes or {})
+    if input_shapes:
+        runs_at_pinned_sizes(original, inputs, input_shapes)
     model = onnx.ModelProto()
     model.CopyFrom(original)
     model = infer_shapes(model)
@@ -481,6 +483,28 @@ def prepare(path, input_shapes: Mapping[str, Sequence[int]] | None = None, fold:
         model, mod, converted = _import_converted(model, path, inputs, failed)
     outputs = _output_tensors(model, mod)
     return Prepared(path, original, model, mod, inputs, outputs, folded, converted)
+
+
+def runs_at_pinned_sizes(model, inputs, shapes: Mapping[str, Sequence[int]]) -> None:
+    """InputError where onnxruntime cannot run the model at the sizes pinned (a mask longer than the tokens
+    it masks: its Gather indexes past a table), which TVM's build would run reading out of bounds. Nothing
+    is said where onnxruntime is missing or has no kernel for the model (its session is not made)."""
+    from .export import onnx_index_bounds, random_onnx_inputs
+
+    try:
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.log_severity_level = 4
+        session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    except Exception:  # noqa: BLE001 - no onnxruntime, no kernel, a model over protobuf's 2 GB: no verdict
+        return
+    try:
+        session.run(None, random_onnx_inputs(inputs, bounds=onnx_index_bounds(model)))
+    except Exception as exc:  # noqa: BLE001 - onnxruntime's refusal is the user's message
+        pins = " ".join(f"{name}:{','.join(map(str, dims))}" for name, dims in shapes.items())
+        raise InputError(f"the model does not run at the pinned sizes ({pins}): onnxruntime says: "
+                         f"{_first_line(exc)}") from None
 
 
 CONVERTED_OPSET = 13  # where an older model TVM's importer cannot read is converted to (Resize's sizes: 11)
