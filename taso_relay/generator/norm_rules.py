@@ -6,7 +6,9 @@ FoldConstant evaluates: the conv's kernels scaled per output channel, and a
 per-channel shift. Proved by the axioms norm/bn_affine(_bias) and
 norm/conv_scale_weights. A constant factor per output channel after a conv
 (timm's layer scale, `x * gamma` with gamma (C, 1, 1) or (1, C, 1, 1)) folds
-the same way, into the kernels and the bias (axioms norm/conv_channel_factor):
+the same way, into the kernels and the bias (axioms norm/conv_channel_factor). A batch norm over the
+features of a matmul's output (BatchNorm1d after a Linear; LeViT's, after the rows are flattened) folds
+into the weight's columns (axioms norm/bn_affine_last, norm/bn_reshape_rows, linear/matmul_scale_columns):
 
     python -m taso_relay.generator.norm_rules --out rules/handwritten_norm.json
     taso-relay rules verify rules/handwritten_norm.json
@@ -91,6 +93,58 @@ def _factor(id_, rank: int, with_bias: bool) -> dict:
                            "phase": "first"}}
 
 
+def _row_fold_target(prefix: list[dict], with_bias: bool) -> list[dict]:
+    """matmul(x, w * scale) + shift (or + bn(bias)), scale and shift (1, C) rows of the weights only."""
+    target = prefix + [
+        _node("zero", "sub", ["mean", "mean"]),
+        _node("ones_r", "constant", [], kind="ones", shape="=(1, dim(w, 1))"),
+        _node("scale", "batch_norm", ["ones_r", "gamma", "zero", "zero", "var"], axis=1, epsilon="?e"),
+        _node("w_scaled", "mul", ["w", "scale"]),
+        _node("mm", "matmul", ["x", "w_scaled"]),
+    ]
+    if with_bias:  # the bias goes through the batch norm
+        target.append(_node("shift", "batch_norm", ["bias"] + BN, axis=0, epsilon="?e"))
+    else:
+        target += [_node("ones_s", "constant", [], kind="ones", shape="=(1, dim(w, 1))"),
+                   _node("zeros_s", "sub", ["ones_s", "ones_s"]),
+                   _node("shift", "batch_norm", ["zeros_s"] + BN, axis=1, epsilon="?e")]
+    return target + [_node("out", "add", ["mm", "shift"])]
+
+
+def _matmul_fold(id_, rank: int, with_bias: bool, rows: bool = False) -> dict:
+    """batch_norm over the last axis of matmul(x, w) [+ bias] => matmul(x, w * scale) + shift: BatchNorm1d
+    after a Linear. With `rows`, the batch norm is of the (B, N, C) product flattened to (B * N, C) rows and
+    the fold happens before the reshape (LeViT's Linear + BatchNorm1d)."""
+    source = [_node("c", "matmul", ["x", "w"])]
+    if with_bias:
+        source.append(_node("a", "add", ["c", "bias"]))
+    if rows:
+        source.append(_node("r", "reshape", [source[-1]["id"]], shape="?sh"))
+    source.append(_node("bn", "batch_norm", [source[-1]["id"]] + BN, axis=1 if rows else rank - 1, epsilon="?e"))
+    target = _row_fold_target([], with_bias)
+    if rows:
+        target.append(_node("rows", "reshape", ["out"], shape="?sh"))
+    inputs = [("x", "any"), ("w", "weight")] + [(n, "weight") for n in BN] + ([("bias", "weight")] * with_bias)
+    shapes = {"x": [2, 6, 4][3 - rank:], "w": [4, 5], **{n: [5] for n in BN}}
+    if with_bias:
+        shapes["bias"] = [5]
+    constraints = [f"rank(x) == {rank}", "rank(w) == 2"] + ["shape(bias) == (dim(w, 1),)"] * with_bias
+    if rows:
+        constraints += ["len(?sh) == 2", "?sh[1] == dim(w, 1)"]
+    vars_ = {"e": 1e-05, **({"sh": [12, 5]} if rows else {})}
+    proof = ("axioms norm/bn_reshape_rows, " if rows else "axioms ") + \
+        f"norm/bn_affine_last{'_bias' * with_bias}{rank}, then linear/matmul_scale_columns{rank}"
+    return {"id": id_, "inputs": [{"name": n, "kind": k} for n, k in inputs], "source": source, "target": target,
+            "outputs": [["bn", "rows" if rows else "out"]], "constraints": constraints,
+            "example": {"inputs": shapes, "vars": vars_},
+            "provenance": {"generator": "handwritten", "family": "norm", "proof": proof,
+                           "doc": "Inference batch norm over the features of a matmul's output "
+                                  + ("(its rows flattened first) " if rows else "")
+                                  + "folds into the weight's columns and a shift"
+                                  + (" (the bias goes through it)." if with_bias else "."),
+                           "phase": "first"}}
+
+
 def norm_rules() -> list[dict]:
     return [
         _fold("h-bn-conv", False, "Inference batch norm after a conv folds into the conv's kernels and a "
@@ -98,6 +152,8 @@ def norm_rules() -> list[dict]:
         _fold("h-bn-conv-bias", True, "The same with a conv bias (ONNX Conv with B) between: the bias goes "
                                       "through the batch norm."),
         *(_factor(f"h-factor-conv{'-bias' * b}{r}", r, b) for r in (4, 3) for b in (True, False)),
+        *(_matmul_fold(f"h-bn-matmul{'-bias' * b}{r}", r, b) for r in (2, 3) for b in (False, True)),
+        _matmul_fold("h-bn-rows-matmul", 3, False, rows=True),
     ]
 
 

@@ -355,6 +355,8 @@ def encode_op(op: str, attrs: Mapping[str, Any], args: list) -> Built:
         if not isinstance(perm, tuple) or len(perm) not in V.TRANSPOSE_RANKS:
             raise Unsupported(f"transpose perm {perm!r}")
         b.outputs = [_apply(b, f"transpose{len(perm)}", list(perm), args)]
+    elif op == "reshape" and isinstance(a["shape"], tuple) and len(a["shape"]) in V.RESHAPE_RANKS:
+        b.outputs = [_apply(b, f"reshape{len(a['shape'])}", list(a["shape"]), args)]
     elif op == "pad" and isinstance(a["pad_width"], tuple) and len(a["pad_width"]) // 2 in V.PAD_RANKS \
             and len(a["pad_width"]) % 2 == 0:
         b.outputs = [_apply(b, f"pad{len(a['pad_width']) // 2}", [*a["pad_width"], _literal_code("value", a["value"])],

@@ -93,6 +93,8 @@ def facts(name: str, ints, args, out) -> list:
         r = len(ints)
         return f + [rank(x) == r, z3.Distinct(*ints) if r > 1 else z3.BoolVal(True)] + \
             [z3.And(p >= 0, p < r) for p in ints] + _dims_are(out, [dim(x, p) for p in ints])
+    if name.startswith("reshape"):  # the same elements in another shape: only the new shape is a fact here
+        return f + [v >= 1 for v in ints] + _dims_are(out, list(ints))
     if name.startswith("pad"):
         (x,) = args
         widths = ints[:-1]

@@ -82,12 +82,15 @@ SIGNATURES: dict[str, tuple[int, int]] = {
 TRANSPOSE_RANKS = range(1, 7)
 ONES_RANKS = range(0, 7)
 PAD_RANKS = range(1, 7)
+RESHAPE_RANKS = range(1, 7)
 for _r in TRANSPOSE_RANKS:
     SIGNATURES[f"transpose{_r}"] = (_r, 1)
 for _r in PAD_RANKS:
     SIGNATURES[f"pad{_r}"] = (2 * _r + 1, 1)  # (before, after) per axis, then the value's code (encode.py)
 for _r in ONES_RANKS:
     SIGNATURES[f"ones{_r}"] = (_r, 0)
+for _r in RESHAPE_RANKS:
+    SIGNATURES[f"reshape{_r}"] = (_r, 1)  # the new shape's dims
 
 FUNCS: dict[str, z3.FuncDeclRef] = {}
 

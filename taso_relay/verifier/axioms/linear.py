@@ -102,6 +102,16 @@ AXIOMS = [
           shapes={"a1": ("m", "k"), "a2": ("m", "k2"), "b1": ("k", "n"), "b2": ("k2", "n")}, both_ways=False),
 ]
 
+# A factor per output column after a matmul (a batch norm's scale, a layer scale) scales the weight's columns.
+for _r, _x in ((2, ("m", "k")), (3, ("b", "m", "k"))):
+    AXIOMS.append(axiom(
+        f"matmul_scale_columns{_r}", "linear",
+        N("mul", N("matmul", "x", "w"), "f"),
+        N("matmul", "x", N("mul", "w", "f")),
+        guard=[f"rank(x) == {_r}", "rank(w) == 2", "shape(f) == (1, dim(w, 1))"],
+        shapes={"x": _x, "w": ("k", "n"), "f": (1, "n")},
+        doc="Output column j is x times column j of w: a factor per column goes into the weight."))
+
 # A depthwise convolution of a 1x1 image to a 1x1 image scales each channel by one kernel tap,
 # so an element-wise factor of the image's shape comes out of it.
 AXIOMS.append(axiom(

@@ -41,7 +41,44 @@ def shift(channels: str):
     return bn(N("sub", ones, ones))
 
 
+def row_scale(channels: str, beta=None, mean=None):
+    """``gamma / sqrt(var + eps)`` per channel as a row, (1, C): what scales a matmul's weight columns."""
+    if beta is None:
+        beta = mean = N("sub", "mean", "mean")
+    return bn(_ones(f"=(1, {channels})"), "gamma", beta, mean, "var")
+
+
+def row_shift(channels: str):
+    """``beta - mean * gamma / sqrt(var + eps)`` per channel as a row, (1, C)."""
+    ones = _ones(f"=(1, {channels})")
+    return bn(N("sub", ones, ones))
+
+
+_ROWS = {2: ("n", "c"), 3: ("b", "n", "c")}  # a matmul's output, its channels (features) last
+
 AXIOMS = [
+    # batch norm over the last axis of a matmul's output (BatchNorm1d after a Linear, LeViT's "LinearNorm")
+    *(axiom(f"bn_affine_last{_r}", "norm",
+            bn("y", axis=_r - 1),
+            N("add", N("mul", "y", row_scale(f"dim(y, {_r - 1})")), row_shift(f"dim(y, {_r - 1})")),
+            guard=[f"rank(y) == {_r}"], shapes={"y": _s, **{p: ("c",) for p in BN_PARAMS}}, domains=EPS,
+            doc="Batch norm over the last axis is y * scale + shift, each a (1, C) row.")
+      for _r, _s in _ROWS.items()),
+    *(axiom(f"bn_affine_last_bias{_r}", "norm",
+            bn(N("add", "y", "c0"), axis=_r - 1),
+            N("add", N("mul", "y", row_scale(f"dim(y, {_r - 1})")), bn("c0", axis=0)),
+            guard=[f"rank(y) == {_r}", f"shape(c0) == (dim(y, {_r - 1}),)"],
+            shapes={"y": _s, "c0": ("c",), **{p: ("c",) for p in BN_PARAMS}}, domains=EPS,
+            doc="A bias (C,) before a batch norm over the last axis goes through it: bn(y + c) = y * scale + bn(c).")
+      for _r, _s in _ROWS.items()),
+    axiom("bn_reshape_rows", "norm",
+          bn(N("reshape", "y", shape=("?m", "?k")), axis=1),
+          N("reshape", bn("y", axis=2), shape=("?m", "?k")),
+          guard=["rank(y) == 3", "?k == dim(y, 2)"],
+          shapes={"y": ("b", "n", "c"), **{p: ("c",) for p in BN_PARAMS}},
+          domains={**EPS, "m": ("=?b * ?n",), "k": ("=?c",)},
+          doc="Rows of a (B, N, C) tensor flattened to (B * N, C) keep their channels last: a batch norm over them "
+              "is the batch norm over the last axis before the reshape (timm's and transformers' LeViT)."),
     axiom("bn_affine", "norm",
           bn("y"),
           N("add", N("mul", "y", scale("dim(y, 1)")), shift("dim(y, 1)")),
