@@ -468,8 +468,6 @@ def prepare(path, input_shapes: Mapping[str, Sequence[int]] | None = None, fold:
     path = Path(path)
     original = load_onnx(path)
     inputs = pin_input_shapes(original, input_shapes or {})
-    if input_shapes:
-        runs_at_pinned_sizes(original, inputs, input_shapes)
     model = onnx.ModelProto()
     model.CopyFrom(original)
     model = infer_shapes(model)
@@ -481,13 +479,15 @@ def prepare(path, input_shapes: Mapping[str, Sequence[int]] | None = None, fold:
         mod = import_relax(model, path)
     except InputError as failed:
         model, mod, converted = _import_converted(model, path, inputs, failed)
+    if input_shapes:  # (where TVM's importer refuses them, its message names the operator)
+        runs_at_pinned_sizes(original, inputs, input_shapes)
     outputs = _output_tensors(model, mod)
     return Prepared(path, original, model, mod, inputs, outputs, folded, converted)
 
 
 def runs_at_pinned_sizes(model, inputs, shapes: Mapping[str, Sequence[int]]) -> None:
-    """InputError where onnxruntime cannot run the model at the sizes pinned (a mask longer than the tokens
-    it masks: its Gather indexes past a table), which TVM's build would run reading out of bounds. Nothing
+    """InputError where onnxruntime cannot run the model at the sizes pinned though TVM imported it (a mask
+    longer than the tokens it masks: its Gather indexes past a table, which TVM's build reads out of bounds). Nothing
     is said where onnxruntime is missing or has no kernel for the model (its session is not made)."""
     from .export import onnx_index_bounds, random_onnx_inputs
 

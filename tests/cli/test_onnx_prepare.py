@@ -299,16 +299,16 @@ def test_an_importer_error_names_the_operator_not_its_printed_form():
 
 
 def _position_table_model(path):
-    """x [1, n, 4] + a position table (5, 4) gathered at range(n): n > 5 reads past the table."""
+    """A position table (5, 4) gathered at range(n) + 0 * ids for ids [n]: what it reads depends on an input,
+    so nothing folds it, and n > 5 reads past the table."""
     table = numpy_helper.from_array(np.arange(20, dtype=np.float32).reshape(5, 4), "table")
-    consts = [numpy_helper.from_array(np.array(v, dtype=np.int64), k) for k, v in
-              (("one", 1), ("zero", 0), ("step", 1))]
-    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "one"], ["n"], axis=0),
+    consts = [numpy_helper.from_array(np.array(v, dtype=np.int64), k) for k, v in (("zero", 0), ("step", 1))]
+    nodes = [helper.make_node("Shape", ["ids"], ["s"]), helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
              helper.make_node("Range", ["zero", "n", "step"], ["pos"]),
-             helper.make_node("Gather", ["table", "pos"], ["emb"], axis=0),
-             helper.make_node("Add", ["x", "emb"], ["y"])]
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "n", 4])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "n", 4])],
+             helper.make_node("Mul", ["ids", "zero"], ["none"]), helper.make_node("Add", ["pos", "none"], ["at"]),
+             helper.make_node("Gather", ["table", "at"], ["emb"], axis=0)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("ids", TensorProto.INT64, ["n"])],
+                              [helper.make_tensor_value_info("emb", TensorProto.FLOAT, ["n", 4])],
                               [table, *consts])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
     return path
@@ -316,6 +316,6 @@ def _position_table_model(path):
 
 def test_pinned_sizes_onnxruntime_cannot_run_are_refused_before_tvm_reads_past_a_table(tmp_path):
     path = _position_table_model(tmp_path / "positions.onnx")
-    assert prepare(path, {"x": (1, 5, 4)}).inputs[0].shape == (1, 5, 4)
-    with pytest.raises(InputError, match=r"does not run at the pinned sizes \(x:1,7,4\).*onnxruntime says.*bounds"):
-        prepare(path, {"x": (1, 7, 4)})
+    assert prepare(path, {"ids": (5,)}).inputs[0].shape == (5,)
+    with pytest.raises(InputError, match=r"does not run at the pinned sizes \(ids:7\).*onnxruntime says.*bounds"):
+        prepare(path, {"ids": (7,)})
