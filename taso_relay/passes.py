@@ -67,7 +67,8 @@ class FunctionReport:
     seconds: float = 0.0
     warnings: list = field(default_factory=list)  # something to look into: a numeric refusal, an error
     notes: list = field(default_factory=list)  # decisions that are the pass working: a rewrite not measured faster
-    folded: str = ""  # shape values folded before it was read: "numpy", "numpy, then FoldConstant", "FoldConstant"
+    folded: str = ""  # shape values folded before it was read: "numpy", "numpy, then FoldConstant", "FoldConstant";
+    # or its weight-only opaque calls: "FoldConstant: weight-only calls" (bridge/from_relax.py)
     search: object = None  # search.SearchReport: rewrites applied, cost before/after, search time
     graph_before: object = None
     graph_after: object = None
@@ -110,7 +111,8 @@ class FunctionReport:
         if self.partial:
             line += f"\n  static part: {self.partial} read as a graph (the figures here are its); the rest as given"
         if self.folded:
-            line += f"\n  read with its shape values (R.shape_of) folded to constants by {self.folded}"
+            what = "its weight-only calls" if "weight-only" in self.folded else "its shape values (R.shape_of)"
+            line += f"\n  read with {what} folded to constants by {self.folded.split(':')[0]}"
         if self.search is not None:
             line += "\n  " + self.search.to_text().replace("\n", "\n  ")
             if self.below_min_gain:
@@ -333,8 +335,8 @@ class TASOOptimizer:
         if weights:
             warnings.warn(f"taso_relay: {weights} parameters of '{report.name}' after its first num_input are "
                           "weights passed at run time: the search cannot fold or merge them; bind them as "
-                          "constants first (from_onnx(..., keep_params_in_input=False), or "
-                          "relax.transform.BindParams)")
+                          "constants first (from_onnx(..., keep_params_in_input=False), "
+                          "from_exported_program(..., keep_params_as_input=False), or relax.transform.BindParams)")
         with warnings.catch_warnings(record=True) as refusal:
             warnings.simplefilter("always")
             imported = graph_from_function(func, report.name, mod)

@@ -377,3 +377,37 @@ def test_a_wrong_rewrite_refused_by_numpy_leaves_the_checked_reemission(monkeypa
     assert report.status == "re-emitted" and report.refused[0][:2] == ("search", "numeric")
     assert [c.candidate for c in report.speed_tried] == ["search", "re-emission"]
     assert_computes_the_float32_original(model, out16, run_module, rng)
+
+
+def standardized_conv_bn():
+    """conv2d whose kernel is standardized in the graph (instance_norm over each kernel's values, as
+    torch.export writes NF-ResNet's weight standardization), then a batch norm."""
+    op = relax.op
+    rng = np.random.default_rng(5)
+    const = lambda *shape, low=-1.0: relax.const(rng.uniform(low, 1.0, size=shape).astype("float32"))  # noqa: E731
+    x = relax.Var("x", relax.TensorType((1, 4, 8, 8), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            flat = bb.emit(op.reshape(const(6, 4, 3, 3), (1, 6, 36)))
+            std = bb.emit(op.nn.instance_norm(flat, const(6, low=0.5), const(6), channel_axis=1, axes=[2]))
+            conv = bb.emit(op.nn.conv2d(x, bb.emit(op.reshape(std, (6, 4, 3, 3))), padding=1))
+            bn = bb.emit(op.nn.batch_norm(conv, const(6, low=0.5), const(6), const(6), const(6, low=0.5), axis=1,
+                                          training=False))
+            out = bb.emit_output(relax.TupleGetItem(bn, 0))
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+def test_a_kernel_computed_by_an_opaque_call_is_folded_first_and_its_batch_norm_then_folds(run_module, rng):
+    mod = standardized_conv_bn()
+    taso = TASOPass(verify_speed=False)
+    out = taso(mod)
+    report = taso.report["main"]
+    assert report.status == "optimized" and "weight-only" in report.folded
+    assert [a.rule_id for a in report.search.applied] == ["h-bn-conv"] and batch_norm_calls(out) == 0
+    assert "weight-only calls" in str(report)
+    inputs = random_inputs(mod["main"].params, rng)
+    want, got = run_module(mod, inputs)[0], run_module(out, inputs)[0]
+    assert np.abs(want).max() > 0.1
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

@@ -20,6 +20,7 @@ from tvm import relax
 from tvm.ir.expr import Constant
 
 from ..graph import Graph, GraphBuilder, GraphError, Ref, TensorType
+from ..graph.folding import weight_only
 from . import ops_table
 from .call_tir import import_call_tir
 from .ops_table import Unsupported, tensor_spec
@@ -30,6 +31,7 @@ DROPOUT = tvm.ir.Op.get("relax.nn.dropout")
 STACK = tvm.ir.Op.get("relax.stack")
 SUM = tvm.ir.Op.get("relax.sum")
 BROADCAST_TO = tvm.ir.Op.get("relax.broadcast_to")
+RESHAPE = tvm.ir.Op.get("relax.reshape")
 
 
 def _binding_refused(binding) -> str:
@@ -62,6 +64,15 @@ class Stacked:
 
 
 @dataclass(frozen=True)
+class Reshaped:
+    """A reshape whose one use reshapes it again (torch.export's Linear on tokens: (B*N, K) @ W, back to
+    (B, N, C), then flattened to (B*N, C) for a BatchNorm1d): no node of its own; the second reshape reads
+    its input, and is the identity where it restores that input's shape."""
+
+    ref: Ref
+
+
+@dataclass(frozen=True)
 class TupleVal:
     """A tuple-typed Relax value: items are Refs, TupleVals, or None (an unused batch-norm statistic or dropout
     mask)."""
@@ -84,13 +95,52 @@ def graph_from_function(func, name: str | None = None, mod=None) -> Imported | N
     for source, how in _as_given_then_folded(func, name, mod):
         try:
             imported = import_function(source, name, mod)
-            return imported._replace(folded=how)
         except NothingToDo:
             return None
         except Unsupported as exc:
             reason = exc  # after folding: what still stands in the way
+            continue
+        if not how and opaque_of_constants(imported.graph):
+            return _constants_folded(func, name, mod, imported) or imported
+        return imported._replace(folded=how)
     warnings.warn(f"taso_relay: leaving function '{name}' unchanged: {reason}", stacklevel=2)
     return None
+
+
+WEIGHT_CALLS_FOLDED = "FoldConstant: weight-only calls"  # Imported.folded where those, not shape values, were folded
+
+
+def opaque_of_constants(graph: Graph) -> int:
+    """Opaque calls computed from weights and constants alone (torch.export's weight standardization as
+    instance_norm, a Swin mask built by slice_scatter, an arange): FoldConstant evaluates them."""
+    flags = weight_only(graph, opaque_folds=True)
+    return sum(n.op == "opaque" and (flags[i] or not n.inputs) for i, n in enumerate(graph.nodes))
+
+
+def _constants_folded(func, name: str, mod, imported: Imported) -> Imported | None:
+    """`func` imported once its weight-only calls are folded, where that leaves fewer opaque calls: what an
+    opaque call computes from weights is no rule's input, and what it folds to is a weight. The numbers do not
+    change (FoldConstant computes with TVM what TVM computes at run time); where the search finds nothing, the
+    function as given is still what the pass returns."""
+    module = _with_prim_funcs(tvm.IRModule({name: func}), mod)
+    try:
+        from .execute import stderr_silenced
+
+        with stderr_silenced():
+            folded = import_function(relax.transform.FoldConstant()(module)[name], name, mod)
+    except Exception:  # noqa: BLE001 - folding or reading the folded function failed: as given it stays
+        return None
+    before = imported.graph.op_counts().get("opaque", 0)
+    return folded._replace(folded=WEIGHT_CALLS_FOLDED) if folded.graph.op_counts().get("opaque", 0) < before else None
+
+
+def _with_prim_funcs(module, mod):
+    """`module` with the PrimFuncs of `mod` (what its call_tir calls, which folding may evaluate)."""
+    if mod is not None:
+        for gvar, other in mod.functions.items():
+            if not isinstance(other, relax.Function):
+                module[gvar] = other
+    return module
 
 
 def _as_given_then_folded(func, name: str, mod):
@@ -112,8 +162,6 @@ def shapes_folded(func, name: str, mod=None):
     returns when it finds nothing to rewrite. The shape arithmetic is evaluated in numpy
     (shape_fold.py) where it can be, which is much faster: FoldConstant builds a kernel for
     every call it folds."""
-    import tvm
-
     bindings = (b for block in getattr(getattr(func, "body", None), "blocks", ()) for b in block.bindings)
     if not isinstance(func, relax.Function) or not any(isinstance(b.var.ty, relax.ShapeType) for b in bindings):
         return None
@@ -123,11 +171,7 @@ def shapes_folded(func, name: str, mod=None):
     if folded is not None and not constant_calls(folded):
         return folded, "numpy"
     how = "FoldConstant" if folded is None else "numpy, then FoldConstant"  # (fewer calls left to fold)
-    module = tvm.IRModule({name: func if folded is None else folded})
-    if mod is not None:  # the PrimFuncs its call_tir calls
-        for gvar, other in mod.functions.items():
-            if not isinstance(other, relax.Function):
-                module[gvar] = other
+    module = _with_prim_funcs(tvm.IRModule({name: func if folded is None else folded}), mod)
     from .execute import stderr_silenced
 
     try:
@@ -280,6 +324,10 @@ class _Importer:
                 return TupleVal((data, None))
         if call.op.same_as(BROADCAST_TO) and _same_type(call.args[0], call):
             return self._value(call.args[0])  # the identity (ONNX Sum, Max, Mean and Expand import with one)
+        if call.op.same_as(RESHAPE):
+            reading = self._reshape_chain(var, call)
+            if reading is not None:
+                return reading
         if call.op.same_as(STACK) and self._summed_away(var, call):
             return Stacked(tuple(self._value(f) for f in call.args[0].fields))
         if call.op.same_as(SUM) and is_value_var(call.args[0]) and isinstance(self.env.get(call.args[0]), Stacked):
@@ -305,6 +353,38 @@ class _Importer:
         except Unsupported:
             return False
         return [int(a) % rank for a in total.attrs.axis] == [axis] and all(isinstance(f, Ref) for f in fields)
+
+    def _reshaped_again(self, var) -> bool:
+        """Whether the dataflow value `var` is used once, as the data of another reshape."""
+        users = self.uses.get(var, [])
+        if not isinstance(var, relax.DataflowVar) or len(users) != 1 or users[0] is None:
+            return False
+        value = users[0].value
+        return isinstance(value, relax.Call) and value.op.same_as(RESHAPE) and value.args[0].same_as(var)
+
+    def _reshape_chain(self, var, call):
+        """A reshape of a reshape read from the first one's input (one reshape, or none where the shape comes
+        back); deferred (`Reshaped`) where its one use reshapes it again. None: read as any call."""
+        try:
+            value = self._value(call.args[0])
+        except Unsupported:
+            return None
+        base = value.ref if isinstance(value, Reshaped) else value
+        if isinstance(base, Ref) and self.builder.nodes[base.node].op == "reshape":
+            base = self.builder.nodes[base.node].inputs[0]
+        if not isinstance(base, Ref):
+            return None
+        if self._reshaped_again(var):
+            return Reshaped(base)
+        return self._reshape_of(base, call) if base != value else None
+
+    def _reshape_of(self, ref: Ref, call) -> Ref:
+        """`call` (a reshape) applied to `ref`, the input of the reshape it reshapes again."""
+        shape = ops_table.static_shape(call.ty)
+        if tuple(self.builder.type_of(ref).shape) == shape:
+            return ref
+        self.builder.add("reshape", [ref], shape=shape)
+        return Ref(len(self.builder.nodes) - 1, 0)
 
     def _add_chain(self, items) -> Ref:
         total = items[0]

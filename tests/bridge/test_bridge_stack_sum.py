@@ -105,3 +105,26 @@ def test_three_convs_summed_by_onnx_sum_become_one_conv(run_module, rng):
     assert graph_from_function(out["main"]).graph.op_counts().get("conv2d") == 1
     inputs = random_inputs(mod["main"].params, rng)
     np.testing.assert_allclose(run_module(out, inputs)[0], run_module(mod, inputs)[0], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shapes, reshapes", [
+    (((12, 8), (2, 6, 8), (12, 8)), 0),  # torch.export's Linear on tokens, flattened again: the identity
+    (((12, 8), (2, 6, 8), (24, 4)), 1),  # one reshape, from the first input
+    (((12, 8), (2, 6, 8), (3, 4, 8), (96,)), 1),  # a chain of three: still one
+])
+def test_a_reshape_reshaped_again_is_one_reshape_or_none(shapes, reshapes, run_module, rng):
+    def make(bb, a, w):
+        y = bb.emit(op.matmul(a, w))
+        for shape in shapes[1:-1]:
+            y = bb.emit(op.reshape(y, shape))
+        return op.reshape(y, shapes[-1])
+    graph = agrees_with_tvm(function(make, (12, 5), (5, 8)), run_module, rng)
+    assert graph.op_counts().get("reshape", 0) == reshapes and "opaque" not in graph.op_counts()
+
+
+def test_a_reshape_also_used_elsewhere_is_kept(run_module, rng):
+    def make(bb, a):
+        y = bb.emit(op.reshape(a, (2, 6, 4)))
+        return relax.Tuple([bb.emit(op.reshape(y, (12, 4))), bb.emit(op.add(y, y))])
+    graph = agrees_with_tvm(function(make, (12, 4)), run_module, rng)
+    assert graph.op_counts().get("reshape") == 1  # the one used twice; the second is the identity
