@@ -112,9 +112,9 @@ WEIGHT_CALLS_FOLDED = "FoldConstant: weight-only calls"  # Imported.folded where
 
 def opaque_of_constants(graph: Graph) -> int:
     """Opaque calls computed from weights and constants alone (torch.export's weight standardization as
-    instance_norm, a Swin mask built by slice_scatter, an arange): FoldConstant evaluates them."""
+    instance_norm, a Swin mask built by slice_scatter): FoldConstant evaluates them."""
     flags = weight_only(graph, opaque_folds=True)
-    return sum(n.op == "opaque" and (flags[i] or not n.inputs) for i, n in enumerate(graph.nodes))
+    return sum(n.op == "opaque" and flags[i] for i, n in enumerate(graph.nodes))  # (not an input-free arange)
 
 
 def _constants_folded(func, name: str, mod, imported: Imported) -> Imported | None:
@@ -363,15 +363,13 @@ class _Importer:
         return isinstance(value, relax.Call) and value.op.same_as(RESHAPE) and value.args[0].same_as(var)
 
     def _reshape_chain(self, var, call):
-        """A reshape of a reshape read from the first one's input (one reshape, or none where the shape comes
-        back); deferred (`Reshaped`) where its one use reshapes it again. None: read as any call."""
+        """A reshape of a deferred reshape read from the first one's input (one reshape, or none where the shape
+        comes back); deferred (`Reshaped`) where its one use reshapes it again. None: read as any call."""
         try:
             value = self._value(call.args[0])
         except Unsupported:
             return None
-        base = value.ref if isinstance(value, Reshaped) else value
-        if isinstance(base, Ref) and self.builder.nodes[base.node].op == "reshape":
-            base = self.builder.nodes[base.node].inputs[0]
+        base = value.ref if isinstance(value, Reshaped) else value  # (a reshape node used elsewhere stays)
         if not isinstance(base, Ref):
             return None
         if self._reshaped_again(var):

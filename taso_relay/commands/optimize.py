@@ -52,7 +52,7 @@ def run_optimize(args) -> int:
                               "verify_speed": bool(getattr(taso, "verifies_speed", False)),
                               "layout": _layout(taso),
                               "rules": args.rules or ["shipped"]},
-            "warnings": sorted(set(pass_warnings)), "written": {},
+            "warnings": sorted(set(pass_warnings) | set(prepared.warnings)), "written": {},
         }
         if args.report:
             result["written"]["report"] = str(args.report)

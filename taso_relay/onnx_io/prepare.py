@@ -52,6 +52,7 @@ class Prepared:
     outputs: list[Tensor] = field(default_factory=list)
     folded: int = 0  # nodes folded into initializers
     converted: str = ""  # how the model was converted to an opset TVM's importer reads, and why; "" if not
+    warnings: list[str] = field(default_factory=list)  # what the user should know about the model as pinned
 
     @property
     def opset(self) -> int:
@@ -479,16 +480,18 @@ def prepare(path, input_shapes: Mapping[str, Sequence[int]] | None = None, fold:
         mod = import_relax(model, path)
     except InputError as failed:
         model, mod, converted = _import_converted(model, path, inputs, failed)
+    said = []
     if input_shapes:  # (where TVM's importer refuses them, its message names the operator)
-        runs_at_pinned_sizes(original, inputs, input_shapes)
+        said = [m for m in [runs_at_pinned_sizes(original, inputs, input_shapes)] if m]
     outputs = _output_tensors(model, mod)
-    return Prepared(path, original, model, mod, inputs, outputs, folded, converted)
+    return Prepared(path, original, model, mod, inputs, outputs, folded, converted, said)
 
 
-def runs_at_pinned_sizes(model, inputs, shapes: Mapping[str, Sequence[int]]) -> None:
-    """InputError where onnxruntime cannot run the model at the sizes pinned though TVM imported it (a mask
-    longer than the tokens it masks: its Gather indexes past a table, which TVM's build reads out of bounds). Nothing
-    is said where onnxruntime is missing or has no kernel for the model (its session is not made)."""
+def runs_at_pinned_sizes(model, inputs, shapes: Mapping[str, Sequence[int]]) -> str | None:
+    """A warning where onnxruntime cannot run the model at the sizes pinned though TVM imported it (a mask
+    longer than the tokens it masks: its Gather indexes past a table, which TVM's build reads out of bounds).
+    Not an error: the random integers it runs with (0 to 3) can be what it refuses (positions summed from a
+    mask of 0s and 1s). Nothing is said where onnxruntime is missing or has no kernel for the model."""
     from .export import onnx_index_bounds, random_onnx_inputs
 
     try:
@@ -498,13 +501,15 @@ def runs_at_pinned_sizes(model, inputs, shapes: Mapping[str, Sequence[int]]) -> 
         options.log_severity_level = 4
         session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
     except Exception:  # noqa: BLE001 - no onnxruntime, no kernel, a model over protobuf's 2 GB: no verdict
-        return
+        return None
     try:
         session.run(None, random_onnx_inputs(inputs, bounds=onnx_index_bounds(model)))
     except Exception as exc:  # noqa: BLE001 - onnxruntime's refusal is the user's message
         pins = " ".join(f"{name}:{','.join(map(str, dims))}" for name, dims in shapes.items())
-        raise InputError(f"the model does not run at the pinned sizes ({pins}): onnxruntime says: "
-                         f"{_first_line(exc)}") from None
+        return (f"onnxruntime cannot run the model at the pinned sizes ({pins}) with random inputs: "
+                f"{_first_line(exc)}; if these sizes contradict each other (a mask longer than the tokens it "
+                "masks), TVM's build of the model reads out of bounds and computes garbage")
+    return None
 
 
 CONVERTED_OPSET = 13  # where an older model TVM's importer cannot read is converted to (Resize's sizes: 11)
