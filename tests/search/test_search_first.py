@@ -23,7 +23,8 @@ def fold_rules():
                                               "h-sum-conv-bn-identity", "h-add-consts-scalar", "h-add-consts-same",
                                               "h-sub-conv-identity", "h-sub-conv-bn-identity", "h-add-consts-across",
                                               "h-factor-conv-bias4", "h-factor-conv-bias3", "h-factor-conv4",
-                                              "h-factor-conv3"}
+                                              "h-factor-conv3", "h-bn-matmul2", "h-bn-matmul3",
+                                              "h-bn-matmul-bias2", "h-bn-matmul-bias3", "h-bn-rows-matmul"}
     return [m.rule for m in rules]
 
 
