@@ -1,5 +1,6 @@
 """TASOPass folds a batch norm over a matmul's features into the weight's columns: BatchNorm1d after a Linear
-(with or without its bias), and LeViT's Linear + BatchNorm1d over the (B * N, C) rows."""
+(with or without its bias), and LeViT's Linear + BatchNorm1d over the (B * N, C) rows; and one over the features a
+matmul reads into the weight's rows (BatchNorm1d before a Linear: LeViT's and RepViT's heads)."""
 from __future__ import annotations
 
 import sys
@@ -7,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tvm import relax
 
 from taso_relay.bridge.execute import random_inputs
 from taso_relay.passes import TASOPass
@@ -26,6 +28,30 @@ def linear_bn(bias: bool):
     return import_onnx(m.build([("x", F32, [4, 16])], [(m.bn(y, 32), F32, [4, 32])]))
 
 
+def norm_linear(heads: int):
+    """timm's NormLinear head: BatchNorm1d(16) on (4, 16) pooled features, then Linear(16, 10) (a Gemm with B
+    transposed); with two heads, both read the one batch norm."""
+    m = Model(10)
+    y = m.bn("x", 16)
+    outs = [m.op("Gemm", [y, m.weight((10, 16)), m.weight((10,))], transB=1) for _ in range(heads)]
+    return import_onnx(m.build([("x", F32, [4, 16])], [(o, F32, [4, 10]) for o in outs]))
+
+
+def tokens_norm_linear():
+    """A batch norm over the last axis of (2, 6, 16) tokens, then a matmul with a (16, 8) weight, in Relax."""
+    rng = np.random.default_rng(11)
+    c = lambda *shape, lo=0.0: relax.const((rng.standard_normal(shape) + lo).astype("float32"))  # noqa: E731
+    x = relax.Var("x", relax.TensorType((2, 6, 16), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.nn.batch_norm(x, c(16), c(16), c(16), relax.const(
+                np.abs(rng.standard_normal(16)).astype("float32") + 0.5), axis=-1, training=False))
+            out = bb.emit_output(relax.op.matmul(bb.emit(relax.TupleGetItem(y, 0)), c(16, 8)))
+        bb.emit_func_output(out)
+    return bb.get()
+
+
 def levit_linear_norm():
     """timm's LeViT LinearNorm: a bias-free Linear on (B, N, C) tokens, BatchNorm1d over the flattened rows, and
     the rows reshaped back; twice, with a hardswish between (the MLP)."""
@@ -43,7 +69,9 @@ def levit_linear_norm():
     (lambda: linear_bn(True), ["h-bn-matmul-bias2"]),
     (lambda: linear_bn(False), ["h-bn-matmul2"]),
     (levit_linear_norm, ["h-bn-rows-matmul", "h-bn-rows-matmul"]),
-], ids=["gemm-bias", "matmul", "levit-rows"])
+    (lambda: norm_linear(1), ["h-bn-before-matmul2"]),
+    (tokens_norm_linear, ["h-bn-before-matmul3"]),
+], ids=["gemm-bias", "matmul", "levit-rows", "bn-before-gemm", "bn-before-matmul-tokens"])
 def test_a_batch_norm_over_a_matmuls_features_folds_into_its_weight(model, rules, run_module, rng):
     mod = model()
     taso = TASOPass(verify_speed=False, min_gain=0.0)  # (a small model: the matmuls dominate its predicted cost)
@@ -56,6 +84,18 @@ def test_a_batch_norm_over_a_matmuls_features_folds_into_its_weight(model, rules
     want, got = run_module(mod, inputs)[0], run_module(out, inputs)[0]
     assert np.abs(want).max() > 0.1
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_a_batch_norm_two_matmuls_read_is_left(run_module, rng):
+    """Folding it into one head would leave the batch norm computed for the other: the match is refused."""
+    mod = norm_linear(2)
+    taso = TASOPass(verify_speed=False, min_gain=0.0)
+    out = taso(mod)
+    search = taso.report["main"].search
+    assert not any(a.rule_id.startswith("h-bn-before") for a in (search.applied if search else []))
+    inputs = random_inputs(mod["main"].params, rng)
+    for want, got in zip(run_module(mod, inputs), run_module(out, inputs)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
 def test_a_batch_norm_over_rows_of_another_width_is_left():

@@ -8,7 +8,9 @@ norm/conv_scale_weights. A constant factor per output channel after a conv
 (timm's layer scale, `x * gamma` with gamma (C, 1, 1) or (1, C, 1, 1)) folds
 the same way, into the kernels and the bias (axioms norm/conv_channel_factor). A batch norm over the
 features of a matmul's output (BatchNorm1d after a Linear; LeViT's, after the rows are flattened) folds
-into the weight's columns (axioms norm/bn_affine_last, norm/bn_reshape_rows, linear/matmul_scale_columns):
+into the weight's columns (axioms norm/bn_affine_last, norm/bn_reshape_rows, linear/matmul_scale_columns); one over
+the features a matmul reads (BatchNorm1d before a Linear) into the weight's rows and a shift row
+(linear/matmul_affine_rows):
 
     python -m taso_relay.generator.norm_rules --out rules/handwritten_norm.json
     taso-relay rules verify rules/handwritten_norm.json
@@ -145,6 +147,37 @@ def _matmul_fold(id_, rank: int, with_bias: bool, rows: bool = False) -> dict:
                            "phase": "first"}}
 
 
+def _matmul_pre_fold(id_, rank: int) -> dict:
+    """matmul(batch_norm over the last axis of x, w) => matmul(x, w * scale per row) + shift @ w: BatchNorm1d
+    before a Linear (LeViT's and RepViT's classifier heads, MLPs on tabular features). The scale, a (1, K) row,
+    is transposed to the (K, 1) column that scales the weight's rows; shift @ w is a (1, N) row of weights only."""
+    target = [
+        _node("zero", "sub", ["mean", "mean"]),
+        _node("ones_r", "constant", [], kind="ones", shape="=(1, dim(w, 0))"),
+        _node("scale", "batch_norm", ["ones_r", "gamma", "zero", "zero", "var"], axis=1, epsilon="?e"),
+        _node("scale_c", "transpose", ["scale"], perm=[1, 0]),
+        _node("w_scaled", "mul", ["w", "scale_c"]),
+        _node("mm", "matmul", ["x", "w_scaled"]),
+        _node("ones_s", "constant", [], kind="ones", shape="=(1, dim(w, 0))"),
+        _node("zeros_s", "sub", ["ones_s", "ones_s"]),
+        _node("shift", "batch_norm", ["zeros_s"] + BN, axis=1, epsilon="?e"),
+        _node("shift_w", "matmul", ["shift", "w"]),
+        _node("out", "add", ["mm", "shift_w"]),
+    ]
+    inputs = [("x", "any"), ("w", "weight")] + [(n, "weight") for n in BN]
+    return {"id": id_, "inputs": [{"name": n, "kind": k} for n, k in inputs],
+            "source": [_node("bn", "batch_norm", ["x"] + BN, axis=rank - 1, epsilon="?e"),
+                       _node("c", "matmul", ["bn", "w"])],
+            "target": target, "outputs": [["c", "out"]],
+            "constraints": [f"rank(x) == {rank}", "rank(w) == 2"],
+            "example": {"inputs": {"x": [2, 6, 4][3 - rank:], "w": [4, 5], **{n: [4] for n in BN}}, "vars": {"e": 1e-05}},
+            "provenance": {"generator": "handwritten", "family": "norm",
+                           "proof": f"axioms norm/bn_affine_last{rank}, then linear/matmul_affine_rows{rank}",
+                           "doc": "Inference batch norm over the features a matmul reads folds into the weight's "
+                                  "rows and a shift row times the weight.",
+                           "phase": "first"}}
+
+
 def norm_rules() -> list[dict]:
     return [
         _fold("h-bn-conv", False, "Inference batch norm after a conv folds into the conv's kernels and a "
@@ -154,6 +187,7 @@ def norm_rules() -> list[dict]:
         *(_factor(f"h-factor-conv{'-bias' * b}{r}", r, b) for r in (4, 3) for b in (True, False)),
         *(_matmul_fold(f"h-bn-matmul{'-bias' * b}{r}", r, b) for r in (2, 3) for b in (False, True)),
         _matmul_fold("h-bn-rows-matmul", 3, False, rows=True),
+        *(_matmul_pre_fold(f"h-bn-before-matmul{r}", r) for r in (2, 3)),
     ]
 
 

@@ -24,7 +24,8 @@ def fold_rules():
                                               "h-sub-conv-identity", "h-sub-conv-bn-identity", "h-add-consts-across",
                                               "h-factor-conv-bias4", "h-factor-conv-bias3", "h-factor-conv4",
                                               "h-factor-conv3", "h-bn-matmul2", "h-bn-matmul3",
-                                              "h-bn-matmul-bias2", "h-bn-matmul-bias3", "h-bn-rows-matmul"}
+                                              "h-bn-matmul-bias2", "h-bn-matmul-bias3", "h-bn-rows-matmul",
+                                              "h-bn-before-matmul2", "h-bn-before-matmul3"}
     return [m.rule for m in rules]
 
 

@@ -120,6 +120,11 @@ WRONG = [
           N("pad", N("transpose", "x", perm="?p"), pad_width="=(?pw[2 * ?p[?p[0]]], ?pw[2 * ?p[?p[0]] + 1], "
             "?pw[2 * ?p[?p[1]]], ?pw[2 * ?p[?p[1]] + 1], ?pw[2 * ?p[?p[2]]], ?pw[2 * ?p[?p[2]] + 1])", value=0.0),
           shapes={"x": ("a", "b", "c")}, domains={"p": ((1, 2, 0), (2, 0, 1)), "pw": ((0, 1, 2, 0, 1, 3),)}),
+    # a factor per input feature moved into the weight's columns instead of its rows (square w: both type-check)
+    axiom("wrong_matmul_affine_columns", "linear",
+          N("matmul", N("add", N("mul", "x", "f"), "t"), "w"),
+          N("add", N("matmul", "x", N("mul", "w", "f")), N("matmul", "t", "w")),
+          shapes={"x": ("m", "k"), "w": ("k", "k"), "f": (1, "k"), "t": (1, "k")}, dims={"k": (2, 3)}),
 ]
 
 

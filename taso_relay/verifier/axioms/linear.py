@@ -111,6 +111,15 @@ for _r, _x in ((2, ("m", "k")), (3, ("b", "m", "k"))):
         guard=[f"rank(x) == {_r}", "rank(w) == 2", "shape(f) == (1, dim(w, 1))"],
         shapes={"x": _x, "w": ("k", "n"), "f": (1, "n")},
         doc="Output column j is x times column j of w: a factor per column goes into the weight."))
+    AXIOMS.append(axiom(
+        f"matmul_affine_rows{_r}", "linear",
+        N("matmul", N("add", N("mul", "x", "f"), "t"), "w"),
+        N("add", N("matmul", "x", N("mul", "w", N("transpose", "f", perm=(1, 0)))), N("matmul", "t", "w")),
+        guard=[f"rank(x) == {_r}", "rank(w) == 2", f"dim(x, {_r - 1}) == dim(w, 0)", "shape(f) == (1, dim(w, 0))",
+               "shape(t) == (1, dim(w, 0))"],
+        shapes={"x": _x, "w": ("k", "n"), "f": (1, "k"), "t": (1, "k")},
+        doc="x * f + t with (1, K) rows over x's last axis, then w: f scales row k of w, and t comes out as the "
+            "(1, N) row t @ w added to every output row. One axiom: the two steps chained timed out in Z3."))
 
 # A depthwise convolution of a 1x1 image to a 1x1 image scales each channel by one kernel tap,
 # so an element-wise factor of the image's shape comes out of it.
