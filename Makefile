@@ -34,8 +34,9 @@ corpus: $(STAMP)
 	test -x $(CORPUS_VENV)/bin/python || $(PYTHON) -m venv $(CORPUS_VENV)
 	$(CORPUS_VENV)/bin/python -m pip install -q torch torchvision transformers timm onnx onnxscript onnxruntime numpy
 	$(CORPUS_VENV)/bin/python -m bench.corpus.export_models vision hf dynamo more wider reparam half timm hf2 \
-		timm2 hf3 edge --out build/corpus
+		timm2 hf3 edge symbolic --out build/corpus
 	$(PY) -m bench.corpus.check_models build/corpus/*.onnx --json build/corpus/results.jsonl
+	$(PY) -m bench.corpus.check_models --symbolic build/corpus/symbolic/*.onnx --json build/corpus/symbolic.jsonl
 
 rules: $(STAMP)
 	$(PY) -m taso_relay rules generate --max-ops 3 --out rules/taso_k3.json

@@ -24,7 +24,7 @@ import numpy as np
 import tvm
 from tvm import relax
 
-from .bridge import execute
+from .bridge import execute, symbolic_sizes
 from .bridge.from_relax import Imported, function_name, graph_from_function
 from .bridge.static_part import split_static_part
 from .bridge.to_relax import function_from_graph, module_from_graph, writes_float16_batch_norms
@@ -53,7 +53,8 @@ class FunctionReport:
 
     name: str
     status: str = "unchanged"  # optimized | unchanged | rejected | skipped | re-emitted (see _reemitted)
-    # "numeric" (results differ), "build" (TVM cannot build it) or "speed", when rejected (or re-emitted: the last)
+    # "numeric" (results differ), "build" (TVM cannot build it) or "speed", when rejected (or re-emitted: the last);
+    # "sizes": optimized at stand-in sizes, its symbolic form differs from the original at other sizes
     rejected_by: str = ""
     check: str = ""  # how the results were compared (region or whole function) and what was found
     speed: object = None  # guard.speed.SpeedCheck with verify_speed: the deciding (last) measurement
@@ -77,6 +78,9 @@ class FunctionReport:
     # where only the function's static part had a graph form: "n of m bindings" (the figures above are that
     # part's; the rest, control flow or shapes known only when it runs, is kept as given)
     partial: str = ""
+    # where its parameters have symbolic sizes: the stand-in values it was read and searched at (the figures
+    # above are at those), and the sizes the result, written back in the symbols, was checked at as well
+    sized: str = ""
 
     @property
     def rewrites(self) -> list[str]:
@@ -110,6 +114,8 @@ class FunctionReport:
         line = f"{self.name}: {self.status}, {read}, {self.seconds:.3f} s"
         if self.partial:
             line += f"\n  static part: {self.partial} read as a graph (the figures here are its); the rest as given"
+        if self.sized:
+            line += f"\n  symbolic sizes: {self.sized}"
         if self.folded:
             what = "its weight-only calls" if "weight-only" in self.folded else "its shape values (R.shape_of)"
             line += f"\n  read with {what} folded to constants by {self.folded.split(':')[0]}"
@@ -341,6 +347,9 @@ class TASOOptimizer:
             warnings.simplefilter("always")
             imported = graph_from_function(func, report.name, mod)
         if imported is None:
+            sized = None if report.sized else self._sized(func, mod, report)
+            if sized is not None:
+                return sized
             part = split_static_part(func) if _has_bindings(func) and not report.partial else None
             if part is not None:
                 return self._static_part(func, part, mod, report, refusal)
@@ -417,6 +426,36 @@ class TASOOptimizer:
         report.notes.append(f"taso_relay: '{report.name}' optimized in its static part ({n} of its {total} "
                             f"bindings, a graph of their own); the rest is kept as given: {why}")
         return spliced
+
+    def _sized(self, func, mod, report: FunctionReport) -> relax.Function | None:
+        """A function with symbolic sizes: optimized bound at stand-in sizes (checks and speed check there),
+        written back in its symbols, and kept where that computes what the original does at other sizes
+        (bridge/symbolic_sizes.py); the function as given where it is not; None where it has no symbols."""
+        syms = symbolic_sizes.symbols(func)
+        if syms is None:
+            return None
+        values = symbolic_sizes.stand_ins(func, syms)
+        shown = symbolic_sizes.shown_sizes(values)
+        own = FunctionReport(report.name, sized=f"read and searched at {shown} (stand-ins)")
+        optimized = self._transform(symbolic_sizes.bind(func, values), mod, own)
+        for f in fields(FunctionReport):
+            setattr(report, f.name, getattr(own, f.name))
+        if own.status != "optimized":  # nothing to write back: the function as given (not a re-emitted one)
+            report.status = "unchanged" if own.status == "re-emitted" else own.status
+            return func
+        try:
+            general = symbolic_sizes.generalize(optimized, func, values)
+            checked = symbolic_sizes.checked_elsewhere(general, func, mod, report.name, values, self.target,
+                                                       _close_for(own.graph_before), self.seed)
+        except symbolic_sizes.NotGeneral as exc:
+            report.status, report.rejected_by, report.graph_after = "rejected", "sizes", report.graph_before
+            report.warnings.append(
+                f"taso_relay: '{report.name}' optimized at stand-in sizes for its symbolic ones ({shown}), but "
+                f"written back in its symbols {exc}; kept as given. {symbolic_sizes.pin_hint(syms)}")
+            return func
+        report.sized += f"; the result, written in the symbols, computes what the original does at " \
+                        f"{' and at '.join(checked)} too"
+        return general
 
     def _candidates(self, graph: Graph, best: Graph, report: FunctionReport) -> list[tuple[str, Graph]]:
         """What to try, in order: the search's result, then the first phase's alone (duplicates merged,

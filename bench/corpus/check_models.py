@@ -19,6 +19,10 @@ against TVM) and the line says there is no onnxruntime reference; where TVM cann
 the model fails. `--input-shape NAME:D1,D2,...` pins a dynamic input as the CLI's option does, in each model
 that has an input of that name.
 
+`--symbolic` imports dynamic exports with their symbolic sizes kept, as `from_onnx` gives them to TVM users
+(the CLI's prepare pins them instead), and compares the pass's result, written back in the symbols, with the
+original at several sizes (bench/corpus/README.md, session 38).
+
 `--layout nhwc` also converts every conv of the pass's result to NHWC with the layout step's proved
 rules (search/layout.py), which in use only a tuned judge chooses: the conversion's bridge back to
 Relax (NHWC convs, pools, pads and the transposes left) checked on graphs nobody here wrote, with
@@ -179,6 +183,45 @@ def check(path: Path, target, time_limit: float, layout: str | None = None, lowe
     return record
 
 
+def check_symbolic(path: Path, target, time_limit: float, sizes=(1, 2, 3)) -> dict:
+    """A dynamic export imported as TVM users do (from_onnx, its symbolic sizes kept: the CLI's prepare pins
+    them), TASOPass with every rewrite kept, and the result against the original at each of `sizes` (every
+    symbol that size; a sequence too): both bound there, built, run on the same random inputs."""
+    import onnx
+    import tvm
+    from tvm.relax.frontend.onnx import from_onnx
+
+    from taso_relay.bridge.execute import random_inputs, run_module
+    from taso_relay.passes import TASOPass
+
+    start = time.perf_counter()
+    mod = from_onnx(onnx.load(str(path)), keep_params_in_input=False)
+    taso = TASOPass(target=target, min_gain=0.0, verify_speed=False, time_limit=time_limit)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rewritten = taso(mod)
+    report = taso.report["main"]
+    applied = [a.rule_id for a in report.search.applied] if report.search and report.status == "optimized" else []
+    record = {"model": path.stem, "status": report.status, "rewrites": len(applied), "sized": report.sized,
+              "rules": dict(sorted(Counter(applied).items())), "pass_s": round(time.perf_counter() - start, 1)}
+    if report.status == "rejected":
+        record["rejected"] = report.warnings[-1][:300]
+    errors, outputs = {}, []
+    names = {v.name for v in tvm.relax.analysis.defined_symbolic_vars(mod["main"])}
+    for k in sizes:
+        bound = [tvm.IRModule({"main": m["main"].bind_symbolic_vars({n: k for n in names})}) for m in (mod, rewritten)]
+        arrays = random_inputs(bound[0]["main"].params, np.random.default_rng(k), bound[0]["main"])
+        original = run_module(bound[0], arrays, target)
+        errors[k] = error_of_scale(run_module(bound[1], arrays, target), original)
+        outputs += original
+    record["rewritten_vs_original"] = max(errors.values(), key=lambda e: float("inf") if e is None else e)
+    record["at_sizes"] = errors
+    if all_zero(outputs):
+        record["vacuous"] = "the original's outputs are all zeros on these inputs: the comparison shows nothing"
+    record["total_s"] = round(time.perf_counter() - start, 1)
+    return record
+
+
 def pinned_shapes(parser: argparse.ArgumentParser, args) -> dict[str, tuple[int, ...]]:
     """--input-shape's shapes; a malformed one, or a name no model's input has (a typo would pin nothing), is a
     usage error."""
@@ -217,6 +260,9 @@ def main(argv=None) -> int:
     p.add_argument("--input-shape", action="append", default=[], metavar="NAME:D1,D2,...",
                    help="pin the shape of an input with dynamic dimensions (repeatable), e.g. input_ids:1,16, in "
                         "each model that has an input of that name")
+    p.add_argument("--symbolic", action="store_true",
+                   help="dynamic exports with their symbolic sizes kept (TASOPass's stand-in sizes), the result "
+                        "checked at sizes 1, 2 and 3")
     args = p.parse_args(argv)
     shapes = pinned_shapes(p, args)
     import tvm
@@ -225,7 +271,8 @@ def main(argv=None) -> int:
     failed = 0
     for path in args.models:
         try:
-            record = check(path, target, args.time_limit, args.layout, args.lowering, shapes_for(path, shapes))
+            record = (check_symbolic(path, target, args.time_limit) if args.symbolic else
+                      check(path, target, args.time_limit, args.layout, args.lowering, shapes_for(path, shapes)))
         except Exception as exc:  # noqa: BLE001 - one model's failure is its record, the others still run
             record = {"model": path.stem, "error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"}
         tolerance = tolerance_of(record, args)

@@ -434,8 +434,34 @@ def bfloat16_matmuls(path: Path) -> None:
     print(f"exported {path.name}", flush=True)
 
 
+def symbolic(out: Path) -> None:
+    """Dynamic exports, into out/symbolic (checked with `check_models --symbolic`, their sizes kept symbolic):
+    a dynamic batch from both exporters (torch.export's keeps the batch norms), LeViT's batch norms after and
+    before its Linears, and BERT with a dynamic batch and sequence."""
+    import timm
+    import torch
+    import torchvision.models as models
+    import transformers as T
+
+    out = out / "symbolic"
+    out.mkdir(parents=True, exist_ok=True)
+    image, batch = torch.randn(2, 3, 64, 64), torch.export.Dim("batch", min=1, max=64)
+    for name in ("resnet18", "mobilenet_v3_small"):
+        export(randomized_batch_norms(getattr(models, name)(weights=None)), (image,), out / f"dynamo_{name}_batch.onnx",
+               dynamo=True, input_names=["x"], dynamic_shapes={"x": {0: batch}})
+    axes = {"x": {0: "batch"}, "out": {0: "batch"}}
+    export(timm.create_model("levit_128s", pretrained=False), (torch.randn(1, 3, 224, 224),),
+           out / "timm_levit_128s_batch.onnx", input_names=["x"], output_names=["out"], dynamic_axes=axes)
+    export(timm.create_model("vit_tiny_patch16_224", pretrained=False, img_size=64), (image,),
+           out / "timm_vit_tiny_batch.onnx", input_names=["x"], output_names=["out"], dynamic_axes=axes)
+    bert = first_output(T.BertModel(T.BertConfig(vocab_size=100, **SMALL)), "input_ids")
+    export(bert, (torch.randint(0, 100, (1, 16)),), out / "hf_bert_batch_seq.onnx", input_names=["input_ids"],
+           output_names=["out"], dynamic_axes={"input_ids": {0: "batch", 1: "seq"}, "out": {0: "batch", 1: "seq"}})
+
+
 FAMILIES = {"vision": vision, "hf": hf, "dynamo": dynamo, "more": more, "wider": wider, "reparam": reparam,
-            "half": half, "timm": timm_models, "hf2": hf2, "timm2": timm2, "hf3": hf3, "edge": edge}
+            "half": half, "timm": timm_models, "hf2": hf2, "timm2": timm2, "hf3": hf3, "edge": edge,
+            "symbolic": symbolic}
 
 
 def main(argv=None) -> None:

@@ -35,7 +35,7 @@ def static_shape(ty) -> tuple[int, ...]:
     dims = []
     for d in ty.shape.values:
         if not isinstance(getattr(d, "value", None), int):
-            raise Unsupported(f"symbolic dimension '{d}' in {ty}; {_PIN_HINT.format(_pin_example(d))}")
+            raise Unsupported(f"symbolic dimension '{d}' in {ty}; {_PIN_HINT.format(pin_example(d))}")
         dims.append(int(d.value))
     return tuple(dims)
 
@@ -45,7 +45,7 @@ _PIN_HINT = ("the search needs static shapes: pin the sizes first, e.g. with "
              "relax.transform.BindSymbolicVars({}) before the pass, or --input-shape on the command line")
 
 
-def _pin_example(dim) -> str:
+def pin_example(dim) -> str:
     """``{'n': 1}`` for a dimension that is the variable n; the variables of an expression otherwise. A variable
     without a name cannot be bound by name: the hint says to pass the tir.Var itself."""
     names = sorted({v.name for v in tirx.analysis.undefined_vars(dim)}) or [str(dim)]

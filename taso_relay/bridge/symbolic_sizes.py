@@ -1,0 +1,231 @@
+"""A function with symbolic sizes, optimized at stand-in sizes and written back in its symbols.
+
+The graph form, the rules' conditions and the cost model need every size as a number. A function whose
+parameters carry symbolic sizes (a dynamic batch or sequence from `from_onnx` or `torch.export`) is bound at
+stand-in values: distinct primes that divide no number the function writes, so that in the optimized
+function a size is a multiple of a stand-in exactly when it came from that symbol (the batch 7 of a
+(7, 512) reshape is N). `generalize` puts the symbols back: the original parameters, every explicit size
+(a reshape's, a slice's bounds, call_tir's outputs) with its stand-in factors read as symbols (a slice's
+7 - 1 is N - 1). A size Relax folded once bound (a reshape's (N - 1) * 2 is 12) stays a number, and a
+rule whose conditions held only at the stand-ins would rewrite wrongly elsewhere: so the caller runs the
+generalized function against the original at other sizes (`check_sizes`) and keeps it only where they
+agree.
+"""
+from __future__ import annotations
+
+import re
+from functools import reduce
+
+import tvm
+from tvm import relax, tirx
+from tvm.ir.prim.expr import BinaryOpExpr
+from tvm.relax.expr_functor import PyExprMutator, mutator
+
+from .ops_table import pin_example
+
+_SIZES = (tirx.IntImm, BinaryOpExpr)  # a size written as a value (a slice's bounds)
+FIRST_STAND_IN = 5  # the smallest prime tried: small enough to keep the stand-in model cheap to time
+
+
+def symbols(func) -> list | None:
+    """The symbolic sizes `func`'s parameters define, each a parameter's dimension of its own (`(n, 16)`, not
+    only `(2 * n,)`), in the order they first appear; None where there are none, or where binding them by
+    value would not pin every size (a parameter of unknown shape, two symbols of one name)."""
+    if not isinstance(func, relax.Function) or relax.analysis.free_symbolic_vars(func):
+        return None
+    defined = list(relax.analysis.defined_symbolic_vars(func))
+    if not defined:
+        return None
+    bare = []  # in the order the parameters' shapes name them
+    for p in func.params:
+        ty = p.ty
+        if not isinstance(ty, relax.TensorType) or not isinstance(ty.shape, relax.ShapeExpr):
+            return None
+        bare += [d for d in ty.shape.values if isinstance(d, tirx.Var) and not any(d.same_as(b) for b in bare)]
+    if len(bare) != len(defined) or len({v.name for v in bare}) != len(bare):
+        return None
+    return bare
+
+
+def pin_hint(syms) -> str:
+    """How to keep an optimized function for the sizes it runs at."""
+    example = pin_example(reduce(lambda a, b: a * b, syms))
+    return (f"Pinning the sizes it runs at keeps the optimized function for them: relax.transform.BindSymbolicVars("
+            f"{example}) before the pass, or --input-shape on the command line")
+
+
+def stand_ins(func, syms) -> dict:
+    """A distinct prime per symbol that divides no number `func` writes as a size or attribute."""
+    written = _numbers_written(func)
+    values, p = {}, FIRST_STAND_IN
+    for v in syms:
+        while not _is_prime(p) or any(n % p == 0 for n in written):
+            p += 1
+        values[v] = p
+        p += 1
+    return values
+
+
+def _numbers_written(func) -> set[int]:
+    """Every static size in `func`'s values' types and shapes, and every number in its calls' attributes."""
+    found: set[int] = set()
+
+    def ints(values):
+        found.update(int(d.value) for d in values if isinstance(d, tirx.IntImm))
+
+    def visit(e):
+        ty = getattr(e, "ty", None)
+        if isinstance(ty, relax.TensorType) and isinstance(ty.shape, relax.ShapeExpr):
+            ints(ty.shape.values)
+        if isinstance(e, relax.ShapeExpr):
+            ints(e.values)
+        elif isinstance(e, tirx.IntImm):  # a size written as a value: a slice's bounds
+            ints([e])
+        elif isinstance(e, relax.Call) and e.attrs is not None:
+            found.update(int(n) for n in re.findall(r"\d+", str(e.attrs)))
+
+    for p in func.params:
+        visit(p)
+    relax.analysis.post_order_visit(func.body, visit)
+    return {n for n in found if n > 1}
+
+
+def _is_prime(n: int) -> bool:
+    return n > 1 and all(n % d for d in range(2, int(n ** 0.5) + 1))
+
+
+def bind(func, values: dict):
+    """`func` with its symbols bound to the values (tir.Var -> int)."""
+    return func.bind_symbolic_vars({v: int(k) for v, k in values.items()})
+
+
+class NotGeneral(Exception):
+    """The optimized function writes a stand-in where it cannot be read back as its symbol."""
+
+
+def generalize(optimized, original, values: dict):
+    """`optimized` (a function of `original` bound at `values`) with `original`'s parameters and its sizes
+    written in the symbols again."""
+    if len(optimized.params) != len(original.params):
+        raise NotGeneral("the optimized function has other parameters")
+    rewriter = _Generalizer(values)
+    for bound, param in zip(optimized.params, original.params):
+        rewriter.set_var_remap(bound, param)
+    try:
+        body = rewriter.visit_expr(optimized.body)
+        return relax.Function(original.params, body, None, optimized.is_pure, optimized.attrs, optimized.span)
+    except NotGeneral:
+        raise
+    except Exception as exc:  # noqa: BLE001 - Relax's shape inference refuses a size read back as a symbol
+        raise NotGeneral(f"does not type-check ({str(exc).splitlines()[0][:160]})") from None
+
+
+@mutator
+class _Generalizer(PyExprMutator):
+    def __init__(self, values: dict):
+        super().__init__()
+        self.by_prime = {int(k): v for v, k in values.items()}
+
+    def size(self, value):
+        """An int size as the product of its stand-in factors' symbols and what is left."""
+        if not isinstance(value, tirx.IntImm) or value.value <= 1:
+            return value
+        n, factors = int(value.value), []
+        for p, var in self.by_prime.items():
+            while n % p == 0:
+                n //= p
+                factors.append(var)
+        if not factors:
+            return value
+        expr = reduce(lambda a, b: a * b, factors[1:], factors[0])
+        return expr if n == 1 else expr * n
+
+    def type_of(self, ty):
+        if isinstance(ty, relax.TensorType) and ty.shape is not None and isinstance(ty.shape, relax.ShapeExpr):
+            return relax.TensorType([self.prim(d) for d in ty.shape.values], ty.dtype, ty.vdevice)
+        if isinstance(ty, relax.TupleType):
+            return relax.TupleType([self.type_of(f) for f in ty.fields])
+        return ty
+
+    def visit_shape_expr_(self, op):
+        return relax.ShapeExpr([self.prim(d) for d in op.values])
+
+    def visit_call_(self, op):
+        if op.attrs is not None and self._holds_stand_in(str(op.attrs)):
+            raise NotGeneral(f"an attribute of {op.op} holds a stand-in size: {op.attrs}")
+        args = [self.arg(a) for a in op.args]
+        return relax.Call(op.op, args, op.attrs, [self.type_of(t) for t in op.ty_args], op.span)
+
+    def prim(self, e):
+        """A size expression with its stand-in numbers read as symbols (7 - 1, a slice's end at N - 1)."""
+        if isinstance(e, tirx.IntImm):
+            return self.size(e)
+        if isinstance(e, BinaryOpExpr):  # Add, Sub, Mul, FloorDiv, Min, Max, ...
+            return type(e)(self.prim(e.a), self.prim(e.b))
+        return e
+
+    def arg(self, a):
+        if isinstance(a, _SIZES):
+            return self.prim(a)
+        if isinstance(a, relax.Tuple) and any(isinstance(f, _SIZES) for f in a.fields):
+            return relax.Tuple([self.arg(f) for f in a.fields])
+        return self.visit_expr(a)
+
+    def _holds_stand_in(self, text: str) -> bool:
+        return any(int(n) % p == 0 for n in re.findall(r"\d+", text) if int(n) > 1 for p in self.by_prime)
+
+
+def check_sizes(values: dict) -> list[dict]:
+    """The other sizes the generalized function is run at: every symbol 1, then 2. Any size but the stand-in
+    shows a number written where a symbol belongs; small ones keep the runs cheap (a batch of 2p + 1 images
+    costs that many)."""
+    return [{v: k for v in values} for k in (1, 2)]
+
+
+def checked_elsewhere(general, original, mod, name: str, values: dict, target, close, seed: int) -> list[str]:
+    """The sizes (`check_sizes`) at which `general` compiled and ran computes what `original` does, on the same
+    random inputs; raises NotGeneral where it differs or does not run. Sizes the original cannot run at are
+    passed over, but one must be checked."""
+    import numpy as np
+
+    from . import execute
+
+    rng, checked = np.random.default_rng(seed), []
+    for sizes in check_sizes(values):
+        shown = shown_sizes(sizes)
+        try:
+            want_f = bind(original, sizes)
+        except Exception:  # noqa: BLE001 - the original's own sizes do not type-check there: not a check
+            continue
+        try:
+            got_f = bind(general, sizes)
+        except Exception as exc:  # noqa: BLE001 - a size written as a number where the original derives it
+            raise NotGeneral(f"at {shown} its sizes do not type-check ({str(exc).splitlines()[0][:160]})") from None
+        with execute.stderr_silenced():
+            try:
+                inputs = execute.random_inputs(want_f.params, rng, want_f)
+                want = execute.run_module(_in_module(mod, name, want_f), inputs, target, func=name)
+            except Exception:  # noqa: BLE001 - the original needs other sizes (a size above 1): not a check
+                continue
+            try:
+                got = execute.run_module(_in_module(mod, name, got_f), inputs, target, func=name)
+            except Exception as exc:  # noqa: BLE001
+                raise NotGeneral(f"at {shown} it does not build or run ({type(exc).__name__})") from None
+        if len(want) != len(got) or not all(a.shape == b.shape and close(a, b) for a, b in zip(want, got)):
+            raise NotGeneral(f"at {shown} it computes other values than the original")
+        checked.append(shown)
+    if not checked:
+        raise NotGeneral("the original runs at none of the other sizes tried")
+    return checked
+
+
+def shown_sizes(values: dict) -> str:
+    return ", ".join(f"{v.name}={int(k)}" for v, k in values.items())
+
+
+def _in_module(mod, name: str, func):
+    if mod is not None and any(g.name_hint == name for g in mod.get_global_vars()):
+        changed = mod.clone()
+        changed[name] = func
+        return changed
+    return tvm.IRModule({name: func})

@@ -1,0 +1,119 @@
+"""TASOPass on a function with symbolic sizes: optimized at stand-in sizes, written back in its symbols, and kept
+only where that computes what the original does at other sizes (bridge/symbolic_sizes.py)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tvm
+from tvm import relax, tirx
+
+from taso_relay.bridge import symbolic_sizes
+from taso_relay.bridge.execute import random_inputs, run_module
+from taso_relay.passes import TASOPass
+
+sys.path.insert(0, str(Path(__file__).parent / "bridge"))
+from bridge_onnx_models import F32, Model, import_onnx  # noqa: E402
+from test_passes_norm import batch_norm_calls  # noqa: E402
+
+
+def dynamic_batch_cnn():
+    """conv + batch norm + relu, Flatten, Gemm on (N, 3, 8, 8): an ONNX export with a dynamic batch."""
+    m = Model(3)
+    y = m.op("Relu", [m.bn(m.conv("x", 3, 8, 3, pads=[1, 1, 1, 1]), 8)])
+    y = m.op("Gemm", [m.op("Flatten", [y]), m.weight((10, 8 * 8 * 8)), m.weight((10,))], transB=1)
+    return import_onnx(m.build([("x", F32, ["N", 3, 8, 8])], [(y, F32, ["N", 10])]))
+
+
+def sliced_linear_norm(reshaped: bool):
+    """x (n, 16), its first n - 1 rows, Linear + BatchNorm1d; with `reshaped`, the result reshaped to
+    ((n - 1) * 2, 16): a size Relax folds to a number once n is bound."""
+    rng = np.random.default_rng(4)
+    c = lambda *shape: relax.const(rng.standard_normal(shape).astype("float32"))  # noqa: E731
+    n = tirx.Var("n", "int64")
+    x = relax.Var("x", relax.TensorType((n, 16), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.strided_slice(x, axes=[0], begin=[0], end=[n - 1]))
+            y = bb.emit(relax.op.matmul(y, c(16, 32)))
+            var = relax.const((np.abs(rng.standard_normal(32)) + 0.5).astype("float32"))
+            y = bb.emit(relax.TupleGetItem(bb.emit(relax.op.nn.batch_norm(y, c(32), c(32), c(32), var, axis=1,
+                                                                          training=False)), 0))
+            if reshaped:
+                y = bb.emit(relax.op.reshape(y, relax.ShapeExpr([(n - 1) * 2, 16])))
+            out = bb.emit_output(y)
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+def at(func, sizes: dict):
+    """`func` bound at sizes given by symbol name, in a module of its own."""
+    return tvm.IRModule({"main": func.bind_symbolic_vars(sizes)})
+
+
+def agree_at(mod, out, name: str, values, rng):
+    for k in values:
+        want_mod, got_mod = at(mod["main"], {name: k}), at(out["main"], {name: k})
+        inputs = random_inputs(want_mod["main"].params, rng)
+        want, got = run_module(want_mod, inputs), run_module(got_mod, inputs)
+        assert [w.shape for w in want] == [g.shape for g in got]
+        assert np.abs(want[0]).max() > 0.1
+        for w, g in zip(want, got):
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+def test_a_dynamic_batch_is_optimized_at_a_stand_in_and_written_back_in_its_symbol(rng):
+    mod = dynamic_batch_cnn()
+    taso = TASOPass(verify_speed=False, min_gain=0.0)
+    out = taso(mod)
+    report = taso.report["main"]
+    assert report.status == "optimized"
+    assert "h-bn-conv" in {a.rule_id for a in report.search.applied}
+    assert batch_norm_calls(mod) == 1 and batch_norm_calls(out) == 0
+    batch = out["main"].params[0].ty.shape.values[0]
+    assert isinstance(batch, tirx.Var) and batch.name == "N"
+    assert "N=1" in report.sized and "symbolic sizes" in report.summary()
+    agree_at(mod, out, "N", (1, 2, 5), rng)
+
+
+def test_a_slice_to_n_minus_1_is_written_back_in_n(rng):
+    mod = tvm.IRModule({"main": sliced_linear_norm(reshaped=False)["main"]})
+    taso = TASOPass(verify_speed=False, min_gain=0.0)
+    out = taso(mod)
+    assert taso.report["main"].status == "optimized"
+    assert batch_norm_calls(out) == 0
+    agree_at(mod, out, "n", (2, 3, 6), rng)
+
+
+def test_a_size_the_rewrite_writes_as_a_number_is_refused():
+    """Bound at n = 7, the reshape's ((n - 1) * 2, 16) is (12, 16): no stand-in to read back, so the rewritten
+    function does not hold at other sizes and the function is kept as given, with a warning that says so."""
+    mod = sliced_linear_norm(reshaped=True)
+    taso = TASOPass(verify_speed=False, min_gain=0.0)
+    with pytest.warns(UserWarning, match="written back in its symbols") as caught:
+        out = taso(mod)
+    assert any("BindSymbolicVars({'n': 1})" in str(w.message) for w in caught)
+    report = taso.report["main"]
+    assert (report.status, report.rejected_by) == ("rejected", "sizes")
+    tvm.ir.assert_structural_equal(out["main"], mod["main"])
+
+
+def test_stand_ins_divide_no_number_the_function_writes_and_read_back_as_products():
+    n, m = tirx.Var("n", "int64"), tirx.Var("m", "int64")
+    x = relax.Var("x", relax.TensorType((n, m, 35), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.matmul(x, relax.const(np.ones((35, 14), "float32"))))
+            out = bb.emit_output(relax.op.reshape(y, relax.ShapeExpr([n * m, 14])))
+        bb.emit_func_output(out)
+    func = bb.get()["main"]
+    syms = symbolic_sizes.symbols(func)
+    values = symbolic_sizes.stand_ins(func, syms)
+    assert sorted(values.values()) == [11, 13]  # 5 and 7 divide 35 and 14
+    bound = func.bind_symbolic_vars(values)
+    general = symbolic_sizes.generalize(bound, func, values)
+    tvm.ir.assert_structural_equal(general, func, map_free_vars=True)
