@@ -436,10 +436,11 @@ class TASOOptimizer:
             return None
         values = symbolic_sizes.stand_ins(func, syms)
         shown = symbolic_sizes.shown_sizes(values)
-        own = FunctionReport(report.name, sized=f"read and searched at {shown} (stand-ins)")
+        own = FunctionReport(report.name, sized=shown)  # (not empty: the bound function does not come back here)
         optimized = self._transform(symbolic_sizes.bind(func, values), mod, own)
         for f in fields(FunctionReport):
             setattr(report, f.name, getattr(own, f.name))
+        report.sized = f"read and searched at {shown} (stand-ins)"  # (a static part's report has none)
         if own.status != "optimized":  # nothing to write back: the function as given (not a re-emitted one)
             report.status = "unchanged" if own.status == "re-emitted" else own.status
             return func

@@ -11,11 +11,13 @@ import tvm
 from tvm import relax, tirx
 
 from taso_relay.bridge import symbolic_sizes
+from onnx import helper
+
 from taso_relay.bridge.execute import random_inputs, run_module
 from taso_relay.passes import TASOPass
 
 sys.path.insert(0, str(Path(__file__).parent / "bridge"))
-from bridge_onnx_models import F32, Model, import_onnx  # noqa: E402
+from bridge_onnx_models import F32, Model, import_onnx, static_backbone  # noqa: E402
 from test_passes_norm import batch_norm_calls  # noqa: E402
 
 
@@ -86,6 +88,30 @@ def test_a_slice_to_n_minus_1_is_written_back_in_n(rng):
     assert taso.report["main"].status == "optimized"
     assert batch_norm_calls(out) == 0
     agree_at(mod, out, "n", (2, 3, 6), rng)
+
+
+def test_a_dynamic_batch_with_an_if_has_its_static_part_optimized_and_written_back():
+    """The backbone (a batch norm to fold, two 1x1 convs to sum) then an If on the input's sum, all on (N, ...):
+    the static part is optimized at the stand-in and the whole function written back in N."""
+    m = Model(4)
+    features = static_backbone(m)
+    branch = [helper.make_graph([helper.make_node(op, [features, m.const(c, np.float32)], [name])], name, [],
+                                [helper.make_tensor_value_info(name, F32, ["N", 8, 6, 6])])
+              for op, c, name in (("Add", 1.0, "then"), ("Mul", 2.0, "else"))]
+    positive = m.op("Greater", [m.op("ReduceSum", ["x"], keepdims=0), m.const(0.0, np.float32)])
+    out = m.op("If", [positive], then_branch=branch[0], else_branch=branch[1])
+    mod = import_onnx(m.build([("x", F32, ["N", 3, 6, 6])], [(out, F32, ["N", 8, 6, 6])]))
+    taso = TASOPass(verify_speed=False, min_gain=0.0)
+    result = taso(mod)
+    report = taso.report["main"]
+    assert report.status == "optimized" and report.partial and "N=1 and at N=2" in report.sized
+    assert {"h-bn-conv", "h-sum-conv-bias"} <= {a.rule_id for a in report.search.applied}
+    for k in (1, 3):
+        want_mod, got_mod = at(mod["main"], {"N": k}), at(result["main"], {"N": k})
+        for sign in (1.0, -1.0):  # each branch
+            x = sign * np.abs(np.random.default_rng(k).standard_normal((k, 3, 6, 6))).astype("float32")
+            np.testing.assert_allclose(run_module(got_mod, [x])[0], run_module(want_mod, [x])[0], rtol=1e-4,
+                                       atol=1e-5)
 
 
 def test_a_size_the_rewrite_writes_as_a_number_is_refused():
