@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST := $(PY) -m pytest
 
-.PHONY: demo test test-slow bench bench-quick corpus rules verify clean
+.PHONY: demo test test-slow bench bench-quick corpus corpus-fx rules verify clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -37,6 +37,13 @@ corpus: $(STAMP)
 		timm2 hf3 edge symbolic --out build/corpus
 	$(PY) -m bench.corpus.check_models build/corpus/*.onnx --json build/corpus/results.jsonl
 	$(PY) -m bench.corpus.check_models --symbolic build/corpus/symbolic/*.onnx --json build/corpus/symbolic.jsonl
+
+# TVM's PyTorch frontend (from_exported_program, a dynamic batch) against torch: torch from the corpus
+# environment, TVM from the project's, in one interpreter (the two environments' Pythons must be the same version)
+corpus-fx: $(STAMP)
+	test -x $(CORPUS_VENV)/bin/python || $(PYTHON) -m venv $(CORPUS_VENV)
+	$(CORPUS_VENV)/bin/python -m pip install -q torch torchvision transformers timm onnx onnxscript onnxruntime numpy
+	PYTHONPATH=.:$$(echo $(VENV)/lib/python3*/site-packages) $(CORPUS_VENV)/bin/python -m bench.corpus.check_fx
 
 rules: $(STAMP)
 	$(PY) -m taso_relay rules generate --max-ops 3 --out rules/taso_k3.json

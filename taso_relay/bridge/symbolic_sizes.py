@@ -176,10 +176,10 @@ class _Generalizer(PyExprMutator):
 
 
 def check_sizes(values: dict) -> list[dict]:
-    """The other sizes the generalized function is run at: every symbol 1, then 2. Any size but the stand-in
-    shows a number written where a symbol belongs; small ones keep the runs cheap (a batch of 2p + 1 images
-    costs that many)."""
-    return [{v: k for v in values} for k in (1, 2)]
+    """The other sizes the generalized function is run at: every symbol 1, then 2, 3, ... (one each, so two
+    symbols swapped show). Any size but the stand-in shows a number written where a symbol belongs; small
+    ones keep the runs cheap (a batch of 2p + 1 images costs that many)."""
+    return [{v: 1 for v in values}, {v: 2 + i for i, v in enumerate(values)}]
 
 
 def checked_elsewhere(general, original, mod, name: str, values: dict, target, close, seed: int) -> list[str]:
