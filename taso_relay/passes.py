@@ -430,32 +430,43 @@ class TASOOptimizer:
     def _sized(self, func, mod, report: FunctionReport) -> relax.Function | None:
         """A function with symbolic sizes: optimized bound at stand-in sizes (checks and speed check there),
         written back in its symbols, and kept where that computes what the original does at other sizes
-        (bridge/symbolic_sizes.py); the function as given where it is not; None where it has no symbols."""
+        (bridge/symbolic_sizes.py); the function as given where it is not; None where it has no symbols or
+        cannot be bound at stand-ins (the refusal with its pinning hint follows)."""
         syms = symbolic_sizes.symbols(func)
         if syms is None:
             return None
         values = symbolic_sizes.stand_ins(func, syms)
         shown = symbolic_sizes.shown_sizes(values)
+        refusal = symbolic_sizes.round_trip_refusal(func, values)
+        if refusal is not None:
+            report.notes.append(f"taso_relay: '{report.name}' not optimized at stand-in sizes for its symbolic "
+                                f"ones ({shown}): {refusal}")
+            return None
         own = FunctionReport(report.name, sized=shown)  # (not empty: the bound function does not come back here)
         optimized = self._transform(symbolic_sizes.bind(func, values), mod, own)
         for f in fields(FunctionReport):
             setattr(report, f.name, getattr(own, f.name))
         report.sized = f"read and searched at {shown} (stand-ins)"  # (a static part's report has none)
-        if own.status != "optimized":  # nothing to write back: the function as given (not a re-emitted one)
-            report.status = "unchanged" if own.status == "re-emitted" else own.status
+        if own.status == "re-emitted":  # TVM cannot build it as given: nothing optimized to write back
+            report.status, report.rejected_by = "unchanged", ""
+            report.warnings = [w for w in report.warnings if "re-emitted" not in w]
+            report.notes.append(f"taso_relay: '{report.name}' does not build with TVM at the stand-in sizes as "
+                                "given; kept as given")
+        if own.status != "optimized":
             return func
         try:
             general = symbolic_sizes.generalize(optimized, func, values)
             checked = symbolic_sizes.checked_elsewhere(general, func, mod, report.name, values, self.target,
                                                        _close_for(own.graph_before), self.seed)
         except symbolic_sizes.NotGeneral as exc:
-            report.status, report.rejected_by, report.graph_after = "rejected", "sizes", report.graph_before
+            report.status, report.rejected_by, report.kept = "rejected", "sizes", ""
+            report.graph_after, report.ops_after = report.graph_before, report.ops_before
             report.warnings.append(
-                f"taso_relay: '{report.name}' optimized at stand-in sizes for its symbolic ones ({shown}), but "
-                f"written back in its symbols {exc}; kept as given. {symbolic_sizes.pin_hint(syms)}")
+                f"taso_relay: '{report.name}' optimized at stand-in sizes for its symbolic ones ({shown}), but its "
+                f"form in the symbols was not kept: {exc}; kept as given. {symbolic_sizes.pin_hint(syms)}")
             return func
-        report.sized += f"; the result, written in the symbols, computes what the original does at " \
-                        f"{' and at '.join(checked)} too"
+        report.sized += (f"; the result, written in the symbols, computes what the original does at "
+                         f"{' and at '.join(checked)} too")
         return general
 
     def _candidates(self, graph: Graph, best: Graph, report: FunctionReport) -> list[tuple[str, Graph]]:

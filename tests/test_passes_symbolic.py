@@ -114,17 +114,77 @@ def test_a_dynamic_batch_with_an_if_has_its_static_part_optimized_and_written_ba
                                        atol=1e-5)
 
 
-def test_a_size_the_rewrite_writes_as_a_number_is_refused():
-    """Bound at n = 7, the reshape's ((n - 1) * 2, 16) is (12, 16): no stand-in to read back, so the rewritten
-    function does not hold at other sizes and the function is kept as given, with a warning that says so."""
+def test_a_size_binding_folds_is_refused_before_the_search():
+    """Bound at the stand-in, the reshape's ((n - 1) * 2, 16) is a number no stand-in accounts for: the function
+    is not searched at all, and the refusal says how to pin the sizes."""
     mod = sliced_linear_norm(reshaped=True)
     taso = TASOPass(verify_speed=False, min_gain=0.0)
-    with pytest.warns(UserWarning, match="written back in its symbols") as caught:
+    with pytest.warns(UserWarning, match=r"BindSymbolicVars\(\{'n': 1\}\)"):
         out = taso(mod)
-    assert any("BindSymbolicVars({'n': 1})" in str(w.message) for w in caught)
     report = taso.report["main"]
-    assert (report.status, report.rejected_by) == ("rejected", "sizes")
+    assert report.status == "unchanged" and report.search is None
+    assert any("its size (n - 1) * 2 is written" in note for note in report.notes), report.notes
     tvm.ir.assert_structural_equal(out["main"], mod["main"])
+
+
+def test_a_folded_size_in_a_branch_the_checks_would_not_take_is_refused(run_module):
+    """An If whose branch (taken only for inputs above 2, which random inputs never are) writes ((n - 1) * 2, 32):
+    the runs at other sizes would not see it, so binding is refused where any written size folds."""
+    rng = np.random.default_rng(4)
+    n = tirx.Var("n", "int64")
+    x = relax.Var("x", relax.TensorType((n, 16), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit_output(relax.op.matmul(x, relax.const(rng.standard_normal((16, 32)).astype("float32"))))
+        cond = bb.emit(relax.op.greater(relax.op.max(x), relax.const(2.0, "float32")))
+        wide = relax.op.broadcast_to(relax.op.mean(y, axis=[0], keepdims=True), relax.ShapeExpr([(n - 1) * 2, 32]))
+        bb.emit_func_output(bb.emit(relax.If(cond, wide, y)))
+    mod = bb.get()
+    taso = TASOPass(verify_speed=False, min_gain=0.0)
+    with pytest.warns(UserWarning, match="symbolic dimension"):
+        out = taso(mod)
+    assert taso.report["main"].status == "unchanged"
+    big = np.full((4, 16), 3.0, "float32")  # the branch, at n = 4: ((4 - 1) * 2, 32)
+    assert run_module(at(out["main"], {"n": 4}), [big])[0].shape == (6, 32)
+
+
+def test_a_form_in_the_symbols_that_differs_elsewhere_is_rejected_with_the_hint(monkeypatch):
+    """Where the runs at other sizes disagree, the function is kept as given and the report says rejected by
+    sizes, with nothing of the refused rewrite left in it."""
+    def differs(*args, **kwargs):
+        raise symbolic_sizes.NotGeneral("at N=1 it computes other values than the original")
+
+    monkeypatch.setattr(symbolic_sizes, "checked_elsewhere", differs)
+    mod = dynamic_batch_cnn()
+    taso = TASOPass(verify_speed=False, min_gain=0.0)
+    with pytest.warns(UserWarning, match="form in the symbols was not kept: at N=1 it computes other values") as w:
+        out = taso(mod)
+    assert any("BindSymbolicVars({'N': 1})" in str(m.message) for m in w)
+    report = taso.report["main"]
+    assert (report.status, report.rejected_by, report.kept) == ("rejected", "sizes", "")
+    assert report.ops_after == report.ops_before and report.rewrites == []
+    tvm.ir.assert_structural_equal(out["main"], mod["main"])
+
+
+def test_two_symbols_swapped_are_caught_by_the_runs_at_other_sizes():
+    """(N, S) reshaped to (N, S) where the original reshapes to (S, N): equal while N == S, so the second check
+    size gives each symbol its own."""
+    n, s = tirx.Var("N", "int64"), tirx.Var("S", "int64")
+    x = relax.Var("x", relax.TensorType((n, s), "float32"))
+
+    def reshaped(shape):
+        bb = relax.BlockBuilder()
+        with bb.function("main", [x]):
+            with bb.dataflow():
+                out = bb.emit_output(relax.op.reshape(x, relax.ShapeExpr(shape)))
+            bb.emit_func_output(out)
+        return bb.get()["main"]
+
+    original, swapped = reshaped([s, n]), reshaped([n, s])
+    values = symbolic_sizes.stand_ins(original, symbolic_sizes.symbols(original))
+    with pytest.raises(symbolic_sizes.NotGeneral, match="at N=2, S=3 it computes other values"):
+        symbolic_sizes.checked_elsewhere(swapped, original, None, "main", values, None, np.array_equal, 0)
 
 
 def test_stand_ins_divide_no_number_the_function_writes_and_read_back_as_products():
@@ -143,3 +203,29 @@ def test_stand_ins_divide_no_number_the_function_writes_and_read_back_as_product
     bound = func.bind_symbolic_vars(values)
     general = symbolic_sizes.generalize(bound, func, values)
     tvm.ir.assert_structural_equal(general, func, map_free_vars=True)
+
+
+def test_a_weight_broadcast_over_the_batch_and_computed_ahead_is_not_written_back():
+    """torch.export writes a Linear on (B, N, K) as bmm with the weight broadcast to (B, K, N): bound at the
+    stand-in, the broadcast weight becomes a constant of the stand-in's size, which no symbol can stand for."""
+    rng = np.random.default_rng(5)
+    n = tirx.Var("n", "int64")
+    x = relax.Var("x", relax.TensorType((n, 6, 8), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            w = bb.emit(relax.op.broadcast_to(relax.const(rng.standard_normal((8, 16)).astype("float32")),
+                                              relax.ShapeExpr([n, 8, 16])))
+            y = bb.emit(relax.op.matmul(x, w))
+            var = relax.const((np.abs(rng.standard_normal(16)) + 0.5).astype("float32"))
+            c = lambda: relax.const(rng.standard_normal(16).astype("float32"))  # noqa: E731
+            out = bb.emit_output(relax.TupleGetItem(bb.emit(relax.op.nn.batch_norm(
+                bb.emit(relax.op.matmul(x, relax.const(rng.standard_normal((8, 16)).astype("float32")))),
+                c(), c(), c(), var, axis=2, training=False)), 0) + y)
+        bb.emit_func_output(out)
+    mod = bb.get()
+    taso = TASOPass(verify_speed=False, min_gain=0.0)
+    with pytest.warns(UserWarning, match=r"a constant of shape \(\d+, 8, 16\) holds a stand-in size"):
+        out = taso(mod)
+    assert (taso.report["main"].status, taso.report["main"].rejected_by) == ("rejected", "sizes")
+    tvm.ir.assert_structural_equal(out["main"], mod["main"])

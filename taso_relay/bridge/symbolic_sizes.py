@@ -16,11 +16,15 @@ from __future__ import annotations
 import re
 from functools import reduce
 
+import numpy as np
 import tvm
 from tvm import relax, tirx
+from tvm.ir.expr import Constant
 from tvm.ir.prim.expr import BinaryOpExpr
 from tvm.relax.expr_functor import PyExprMutator, mutator
+from tvm.sym.analyzer import Analyzer
 
+from . import execute
 from .ops_table import pin_example
 
 _SIZES = (tirx.IntImm, BinaryOpExpr)  # a size written as a value (a slice's bounds)
@@ -82,12 +86,20 @@ def _numbers_written(func) -> set[int]:
         elif isinstance(e, tirx.IntImm):  # a size written as a value: a slice's bounds
             ints([e])
         elif isinstance(e, relax.Call) and e.attrs is not None:
-            found.update(int(n) for n in re.findall(r"\d+", str(e.attrs)))
+            found.update(attribute_ints(e.attrs))
 
     for p in func.params:
         visit(p)
     relax.analysis.post_order_visit(func.body, visit)
     return {n for n in found if n > 1}
+
+
+_INT = re.compile(r"(?<![\w.+-])\d+(?![\w.])")  # 2 in axis=2 or [2, 4], not the digits of 1e-05, 0.1 or float32
+
+
+def attribute_ints(attrs) -> list[int]:
+    """The integers a call's attributes hold, from their printed form (TVM's Attrs list no fields here)."""
+    return [int(n) for n in _INT.findall(str(attrs))]
 
 
 def _is_prime(n: int) -> bool:
@@ -99,6 +111,49 @@ def bind(func, values: dict):
     return func.bind_symbolic_vars({v: int(k) for v, k in values.items()})
 
 
+def explicit_sizes(func) -> list:
+    """Every size `func` writes itself, in order: shapes given as values (a reshape's, a full's), sizes given
+    as arguments (a slice's bounds) and the output types of calls that name theirs (call_tir)."""
+    found: list = []
+
+    def visit(e):  # calls only: the types Relax infers for values are its own, not sizes the function writes
+        if isinstance(e, relax.Call):
+            for a in e.args:
+                found.extend(a.values if isinstance(a, relax.ShapeExpr) else [a] if isinstance(a, _SIZES) else
+                             [f for f in a.fields if isinstance(f, _SIZES)] if isinstance(a, relax.Tuple) else [])
+            for t in e.ty_args:
+                if isinstance(t, relax.TensorType) and isinstance(t.shape, relax.ShapeExpr):
+                    found.extend(t.shape.values)
+
+    relax.analysis.post_order_visit(func.body, visit)
+    return found
+
+
+def round_trip_refusal(func, values: dict) -> str | None:
+    """Why `func` cannot be optimized at the stand-ins `values`: a size it writes that binding folds to a
+    number the stand-ins do not account for (a reshape's (n - 1) * 2 is 12; anywhere, also in a branch the
+    checks after the search may not run), or one that does not type-check there; None where binding then
+    generalizing gives every size back."""
+    try:
+        back = generalize(bind(func, values), func, values)
+    except NotGeneral as exc:
+        return str(exc)
+    except Exception as exc:  # noqa: BLE001 - Relax refuses the function bound at the stand-ins
+        return f"bound at the stand-ins it does not type-check ({str(exc).splitlines()[0][:160]})"
+    given, read = explicit_sizes(func), explicit_sizes(back)
+    analyzer = Analyzer()
+    if len(given) != len(read):
+        return "bound at the stand-ins it writes another number of sizes"
+    for a, b in zip(given, read):
+        if not analyzer.can_prove_equal(a, b):
+            return f"bound at the stand-ins its size {_shown(a)} is written {_shown(b)}"
+    return None
+
+
+def _shown(size) -> str:
+    return re.sub(r"T\.int64\((\d+)\)", r"\1", str(size))
+
+
 class NotGeneral(Exception):
     """The optimized function writes a stand-in where it cannot be read back as its symbol."""
 
@@ -108,6 +163,10 @@ def generalize(optimized, original, values: dict):
     written in the symbols again."""
     if len(optimized.params) != len(original.params):
         raise NotGeneral("the optimized function has other parameters")
+    for shape in _constant_shapes(optimized):
+        if any(d > 1 and d % int(p) == 0 for d in shape for p in values.values()):
+            raise NotGeneral(f"a constant of shape {shape} holds a stand-in size (a weight broadcast over a "
+                             "symbolic size, computed ahead)")
     rewriter = _Generalizer(values)
     for bound, param in zip(optimized.params, original.params):
         rewriter.set_var_remap(bound, param)
@@ -118,6 +177,19 @@ def generalize(optimized, original, values: dict):
         raise
     except Exception as exc:  # noqa: BLE001 - Relax's shape inference refuses a size read back as a symbol
         raise NotGeneral(f"does not type-check ({str(exc).splitlines()[0][:160]})") from None
+
+
+def _constant_shapes(func) -> set[tuple[int, ...]]:
+    """The shapes of `func`'s tensor constants (its weights, and what was computed from them ahead)."""
+    found: set = set()
+
+    def visit(e):
+        ty = getattr(e, "ty", None) if isinstance(e, Constant) else None
+        if isinstance(ty, relax.TensorType) and isinstance(ty.shape, relax.ShapeExpr):
+            found.add(tuple(int(d.value) for d in ty.shape.values if isinstance(d, tirx.IntImm)))
+
+    relax.analysis.post_order_visit(func.body, visit)
+    return found
 
 
 @mutator
@@ -151,7 +223,7 @@ class _Generalizer(PyExprMutator):
         return relax.ShapeExpr([self.prim(d) for d in op.values])
 
     def visit_call_(self, op):
-        if op.attrs is not None and self._holds_stand_in(str(op.attrs)):
+        if op.attrs is not None and self._holds_stand_in(op.attrs):
             raise NotGeneral(f"an attribute of {op.op} holds a stand-in size: {op.attrs}")
         args = [self.arg(a) for a in op.args]
         return relax.Call(op.op, args, op.attrs, [self.type_of(t) for t in op.ty_args], op.span)
@@ -171,8 +243,8 @@ class _Generalizer(PyExprMutator):
             return relax.Tuple([self.arg(f) for f in a.fields])
         return self.visit_expr(a)
 
-    def _holds_stand_in(self, text: str) -> bool:
-        return any(int(n) % p == 0 for n in re.findall(r"\d+", text) if int(n) > 1 for p in self.by_prime)
+    def _holds_stand_in(self, attrs) -> bool:
+        return any(n % p == 0 for n in attribute_ints(attrs) if n > 1 for p in self.by_prime)
 
 
 def check_sizes(values: dict) -> list[dict]:
@@ -186,16 +258,15 @@ def checked_elsewhere(general, original, mod, name: str, values: dict, target, c
     """The sizes (`check_sizes`) at which `general` compiled and ran computes what `original` does, on the same
     random inputs; raises NotGeneral where it differs or does not run. Sizes the original cannot run at are
     passed over, but one must be checked."""
-    import numpy as np
-
-    from . import execute
-
-    rng, checked = np.random.default_rng(seed), []
+    if target is not None and not execute.runs_here(target):
+        target = None  # a cross-compiling target: run on this host's CPU (the sizes, not the kernels, are checked)
+    rng, checked, skipped = np.random.default_rng(seed), [], []
     for sizes in check_sizes(values):
         shown = shown_sizes(sizes)
         try:
             want_f = bind(original, sizes)
         except Exception:  # noqa: BLE001 - the original's own sizes do not type-check there: not a check
+            skipped.append(shown)
             continue
         try:
             got_f = bind(general, sizes)
@@ -206,16 +277,18 @@ def checked_elsewhere(general, original, mod, name: str, values: dict, target, c
                 inputs = execute.random_inputs(want_f.params, rng, want_f)
                 want = execute.run_module(_in_module(mod, name, want_f), inputs, target, func=name)
             except Exception:  # noqa: BLE001 - the original needs other sizes (a size above 1): not a check
+                skipped.append(shown)
                 continue
             try:
                 got = execute.run_module(_in_module(mod, name, got_f), inputs, target, func=name)
             except Exception as exc:  # noqa: BLE001
-                raise NotGeneral(f"at {shown} it does not build or run ({type(exc).__name__})") from None
+                raise NotGeneral(f"at {shown} it does not build or run ({type(exc).__name__}: "
+                                 f"{str(exc).splitlines()[0][:160]})") from None
         if len(want) != len(got) or not all(a.shape == b.shape and close(a, b) for a, b in zip(want, got)):
             raise NotGeneral(f"at {shown} it computes other values than the original")
         checked.append(shown)
     if not checked:
-        raise NotGeneral("the original runs at none of the other sizes tried")
+        raise NotGeneral(f"the original runs at none of the other sizes tried ({'; '.join(skipped)})")
     return checked
 
 
