@@ -229,3 +229,34 @@ def test_a_weight_broadcast_over_the_batch_and_computed_ahead_is_not_written_bac
         out = taso(mod)
     assert (taso.report["main"].status, taso.report["main"].rejected_by) == ("rejected", "sizes")
     tvm.ir.assert_structural_equal(out["main"], mod["main"])
+
+
+def test_dynamic_height_and_width_under_unpadded_convs_are_checked_above_the_stand_ins(rng):
+    """Two unpadded 3x3 convs need an image of at least 5x5: the original runs at neither 1 nor 2, 3, so the
+    written-back function is checked just above the stand-ins instead, and kept."""
+    gen = np.random.default_rng(4)
+    c = lambda *shape: relax.const(gen.standard_normal(shape).astype("float32"))  # noqa: E731
+    h, w = tirx.Var("H", "int64"), tirx.Var("W", "int64")
+    x = relax.Var("x", relax.TensorType((1, 3, h, w), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.nn.conv2d(x, c(8, 3, 3, 3)))
+            var = relax.const((np.abs(gen.standard_normal(8)) + 0.5).astype("float32"))
+            y = bb.emit(relax.TupleGetItem(bb.emit(relax.op.nn.batch_norm(y, c(8), c(8), c(8), var, axis=1,
+                                                                          training=False)), 0))
+            out = bb.emit_output(relax.op.nn.conv2d(bb.emit(relax.op.nn.relu(y)), c(8, 8, 3, 3)))
+        bb.emit_func_output(out)
+    mod = bb.get()
+    taso = TASOPass(verify_speed=False, min_gain=0.0)
+    out = taso(mod)
+    report = taso.report["main"]
+    assert report.status == "optimized" and batch_norm_calls(out) == 0
+    values = symbolic_sizes.stand_ins(mod["main"], symbolic_sizes.symbols(mod["main"]))
+    above = {v: p + 1 + i for i, (v, p) in enumerate(values.items())}
+    assert report.sized.endswith(f"at {symbolic_sizes.shown_sizes(above)} too"), report.sized
+    for hw in ((6, 9), (8, 5)):
+        inputs = [rng.standard_normal((1, 3, *hw)).astype("float32")]
+        want = run_module(at(mod["main"], {"H": hw[0], "W": hw[1]}), inputs)[0]
+        got = run_module(at(out["main"], {"H": hw[0], "W": hw[1]}), inputs)[0]
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
