@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import tvm
 from tvm import relax
 
 from taso_relay.bridge.execute import random_inputs
@@ -108,3 +109,49 @@ def test_a_batch_norm_over_rows_of_another_width_is_left():
     taso(mod)
     search = taso.report["main"].search
     assert not any(a.rule_id.startswith("h-bn-") for a in (search.applied if search else []))
+
+
+def bmm_linear_norm(batch):
+    """torch.export's LeViT LinearNorm: the Linear on (B, 6, 8) tokens as a batched matmul with its transposed
+    (16, 8) weight broadcast to (B, 8, 16), then BatchNorm1d over the (B * 6, 16) rows, reshaped back."""
+    rng = np.random.default_rng(5)
+    c = lambda *shape: relax.const(rng.standard_normal(shape).astype("float32"))  # noqa: E731
+    x = relax.Var("x", relax.TensorType((batch, 6, 8), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            w = bb.emit(relax.op.broadcast_to(bb.emit(relax.op.permute_dims(c(16, 8), [1, 0])),
+                                              relax.ShapeExpr([batch, 8, 16])))
+            rows = bb.emit(relax.op.reshape(bb.emit(relax.op.matmul(x, w, out_dtype="float32")),
+                                            relax.ShapeExpr([batch * 6, 16])))
+            var = relax.const((np.abs(rng.standard_normal(16)) + 0.5).astype("float32"))
+            y = bb.emit(relax.TupleGetItem(bb.emit(relax.op.nn.batch_norm(rows, c(16), c(16), c(16), var, axis=1,
+                                                                          training=False)), 0))
+            out = bb.emit_output(relax.op.reshape(y, relax.ShapeExpr([batch, 6, 16])))
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+@pytest.mark.parametrize("symbolic", [False, True], ids=["batch-2", "batch-n"])
+def test_a_weight_broadcast_over_the_batch_for_a_bmm_is_read_as_the_linears_weight(symbolic, run_module, rng):
+    """The matmul reads the (8, 16) weight itself (it broadcasts it the same way), so the batch norm over its
+    rows folds into it; with a symbolic batch, no constant of the stand-in's batch is computed ahead either."""
+    from tvm import tirx
+
+    from taso_relay.bridge.from_relax import graph_from_function
+
+    n = tirx.Var("n", "int64") if symbolic else 2
+    mod = bmm_linear_norm(n)
+    if not symbolic:
+        assert "broadcast_to" not in graph_from_function(mod["main"], "main").graph.op_counts()
+    taso = TASOPass(verify_speed=False, min_gain=0.0)
+    out = taso(mod)
+    report = taso.report["main"]
+    assert report.status == "optimized" and [a.rule_id for a in report.search.applied] == ["h-bn-rows-matmul"]
+    assert batch_norm_calls(out) == 0
+    for k in ((1, 3) if symbolic else (2,)):
+        want_mod, got_mod = (tvm.IRModule({"main": m["main"].bind_symbolic_vars({"n": k})}) if symbolic else m
+                             for m in (mod, out))
+        inputs = [rng.standard_normal((k, 6, 8)).astype("float32")]
+        np.testing.assert_allclose(run_module(got_mod, inputs)[0], run_module(want_mod, inputs)[0], rtol=1e-4,
+                                   atol=1e-5)

@@ -30,6 +30,7 @@ CALL_TIR = tvm.ir.Op.get("relax.call_tir")
 DROPOUT = tvm.ir.Op.get("relax.nn.dropout")
 STACK = tvm.ir.Op.get("relax.stack")
 SUM = tvm.ir.Op.get("relax.sum")
+MATMUL = tvm.ir.Op.get("relax.matmul")
 BROADCAST_TO = tvm.ir.Op.get("relax.broadcast_to")
 RESHAPE = tvm.ir.Op.get("relax.reshape")
 
@@ -68,6 +69,16 @@ class Reshaped:
     """A reshape whose one use reshapes it again (torch.export's Linear on tokens: (B*N, K) @ W, back to
     (B, N, C), then flattened to (B*N, C) for a BatchNorm1d): no node of its own; the second reshape reads
     its input, and is the identity where it restores that input's shape."""
+
+    ref: Ref
+
+
+@dataclass(frozen=True)
+class Batched:
+    """A rank-2 value broadcast over the batch axes of the one matmul that reads it as its second operand
+    (torch.export's bmm for a Linear on (B, N, K) tokens: the weight broadcast to (B, K, N)): no node of its own;
+    the matmul reads the rank-2 value, which it broadcasts over the same axes. Otherwise the broadcast weight
+    is a weight of its own, folded ahead, that no rule over a Linear's (K, N) weight matches."""
 
     ref: Ref
 
@@ -324,6 +335,8 @@ class _Importer:
                 return TupleVal((data, None))
         if call.op.same_as(BROADCAST_TO) and _same_type(call.args[0], call):
             return self._value(call.args[0])  # the identity (ONNX Sum, Max, Mean and Expand import with one)
+        if call.op.same_as(BROADCAST_TO) and self._batched_operand(var, call):
+            return Batched(self._value(call.args[0]))
         if call.op.same_as(RESHAPE):
             reading = self._reshape_chain(var, call)
             if reading is not None:
@@ -353,6 +366,24 @@ class _Importer:
         except Unsupported:
             return False
         return [int(a) % rank for a in total.attrs.axis] == [axis] and all(isinstance(f, Ref) for f in fields)
+
+    def _batched_operand(self, var, call) -> bool:
+        """Whether `var = broadcast_to(w, (*batch, K, N))` of a rank-2 w is used once, as the second operand of a
+        matmul whose first has exactly those batch axes (the matmul of w broadcasts it so)."""
+        users = self.uses.get(var, [])
+        if not isinstance(var, relax.DataflowVar) or len(users) != 1 or users[0] is None:
+            return False
+        product = users[0].value
+        if not (isinstance(product, relax.Call) and product.op.same_as(MATMUL) and product.args[1].same_as(var)
+                and not product.args[0].same_as(var)):
+            return False
+        try:
+            w, out, x = (ops_table.static_shape(e.ty) for e in (call.args[0], call, product.args[0]))
+            value = self._value(call.args[0])
+        except Unsupported:
+            return False
+        return len(w) == 2 and len(out) == len(x) >= 3 and out[-2:] == w and out[:-2] == x[:-2] and \
+            isinstance(value, Ref)
 
     def _reshaped_again(self, var) -> bool:
         """Whether the dataflow value `var` is used once, as the data of another reshape."""
@@ -405,6 +436,8 @@ class _Importer:
         inputs = []
         for a in args:
             value = self._value(a)
+            if isinstance(value, Batched):  # (its one use: this matmul's second operand)
+                value = value.ref
             if op == "concat" and isinstance(value, TupleVal) and all(isinstance(v, Ref) for v in value.items):
                 inputs.extend(value.items)  # concat of a tuple variable
                 continue
