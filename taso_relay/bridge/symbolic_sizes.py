@@ -119,8 +119,12 @@ def explicit_sizes(func) -> list:
     def visit(e):  # calls only: the types Relax infers for values are its own, not sizes the function writes
         if isinstance(e, relax.Call):
             for a in e.args:
-                found.extend(a.values if isinstance(a, relax.ShapeExpr) else [a] if isinstance(a, _SIZES) else
-                             [f for f in a.fields if isinstance(f, _SIZES)] if isinstance(a, relax.Tuple) else [])
+                if isinstance(a, relax.ShapeExpr):
+                    found.extend(a.values)
+                elif isinstance(a, _SIZES):
+                    found.append(a)
+                elif isinstance(a, relax.Tuple):
+                    found.extend(f for f in a.fields if isinstance(f, _SIZES))
             for t in e.ty_args:
                 if isinstance(t, relax.TensorType) and isinstance(t.shape, relax.ShapeExpr):
                     found.extend(t.shape.values)
@@ -194,6 +198,9 @@ def _constant_shapes(func) -> set[tuple[int, ...]]:
 
 @mutator
 class _Generalizer(PyExprMutator):
+    """Writes the sizes a function gives itself in the symbols; every binding is emitted again, so Relax infers
+    the symbolic types of the values in between."""
+
     def __init__(self, values: dict):
         super().__init__()
         self.by_prime = {int(k): v for v, k in values.items()}
@@ -213,7 +220,7 @@ class _Generalizer(PyExprMutator):
         return expr if n == 1 else expr * n
 
     def type_of(self, ty):
-        if isinstance(ty, relax.TensorType) and ty.shape is not None and isinstance(ty.shape, relax.ShapeExpr):
+        if isinstance(ty, relax.TensorType) and isinstance(ty.shape, relax.ShapeExpr):
             return relax.TensorType([self.prim(d) for d in ty.shape.values], ty.dtype, ty.vdevice)
         if isinstance(ty, relax.TupleType):
             return relax.TupleType([self.type_of(f) for f in ty.fields])
