@@ -912,9 +912,7 @@ def _emitted(graph: Graph, name: str, signature):
 def _module_of(func, mod, name: str):
     """The module the function is checked in: `mod` where it holds `name` (with `func` as `name`: a static
     part is checked in its function's place), else one of the function alone."""
-    if _named_in(mod, name):
-        return mod if mod[name].same_as(func) else _with(mod, name, func)
-    return tvm.IRModule({name: func})
+    return execute.module_with(mod, name, func)
 
 
 def _with(module, name: str, func):

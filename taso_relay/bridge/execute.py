@@ -81,6 +81,18 @@ def run_executable(ex, inputs: Sequence[np.ndarray], func: str = "main", device=
     return flatten(vm[func](*[tvm.runtime.tensor(np.asarray(x, order="C"), device) for x in inputs]))
 
 
+def module_with(mod, name: str, func) -> tvm.IRModule:
+    """The module `func` runs in as `name`: `mod` where it holds `name` (a copy with `func` there, so calls and
+    PrimFuncs it reads come along), else a module of `func` alone."""
+    if mod is not None and any(g.name_hint == name for g in mod.get_global_vars()):
+        if mod[name].same_as(func):
+            return mod
+        changed = mod.clone()
+        changed[name] = func
+        return changed
+    return tvm.IRModule({name: func})
+
+
 def run_module(mod: tvm.IRModule, inputs: Sequence[np.ndarray], target=None, func: str = "main") -> list[np.ndarray]:
     """Compile `mod` for `target` (default: in scope, else CPU), run `func` on `inputs`, outputs as numpy."""
     target = target or default_target()

@@ -352,11 +352,8 @@ class _Importer:
 
     def _summed_away(self, var, call) -> bool:
         """Whether `var = stack(...)` is used once, by a sum over the stacked axis that drops it."""
-        users = self.uses.get(var, [])
-        if not isinstance(var, relax.DataflowVar) or len(users) != 1 or users[0] is None:
-            return False
-        total = users[0].value
-        if not (isinstance(total, relax.Call) and total.op.same_as(SUM) and total.args[0].same_as(var)
+        total = self._one_use(var, SUM)
+        if not (total is not None and total.args[0].same_as(var)
                 and total.attrs.axis is not None and not bool(total.attrs.keepdims)
                 and isinstance(call.args[0], relax.Tuple)):
             return False
@@ -370,12 +367,8 @@ class _Importer:
     def _batched_operand(self, var, call) -> bool:
         """Whether `var = broadcast_to(w, (*batch, K, N))` of a rank-2 w is used once, as the second operand of a
         matmul whose first has exactly those batch axes (the matmul of w broadcasts it so)."""
-        users = self.uses.get(var, [])
-        if not isinstance(var, relax.DataflowVar) or len(users) != 1 or users[0] is None:
-            return False
-        product = users[0].value
-        if not (isinstance(product, relax.Call) and product.op.same_as(MATMUL) and product.args[1].same_as(var)
-                and not product.args[0].same_as(var)):
+        product = self._one_use(var, MATMUL)
+        if product is None or not product.args[1].same_as(var) or product.args[0].same_as(var):
             return False
         try:
             w, out, x = (ops_table.static_shape(e.ty) for e in (call.args[0], call, product.args[0]))
@@ -387,11 +380,17 @@ class _Importer:
 
     def _reshaped_again(self, var) -> bool:
         """Whether the dataflow value `var` is used once, as the data of another reshape."""
+        value = self._one_use(var, RESHAPE)
+        return value is not None and value.args[0].same_as(var)
+
+    def _one_use(self, var, op):
+        """The call of `op` that is the one use of the dataflow value `var`; None where it has another use or
+        none: a value read without a node of its own (Stacked, Reshaped, Batched) must have no other reader."""
         users = self.uses.get(var, [])
         if not isinstance(var, relax.DataflowVar) or len(users) != 1 or users[0] is None:
-            return False
+            return None
         value = users[0].value
-        return isinstance(value, relax.Call) and value.op.same_as(RESHAPE) and value.args[0].same_as(var)
+        return value if isinstance(value, relax.Call) and value.op.same_as(op) else None
 
     def _reshape_chain(self, var, call):
         """A reshape of a deferred reshape read from the first one's input (one reshape, or none where the shape

@@ -286,12 +286,12 @@ def checked_elsewhere(general, original, mod, name: str, values: dict, target, c
         with execute.stderr_silenced():
             try:
                 inputs = execute.random_inputs(want_f.params, rng, want_f)
-                want = execute.run_module(_in_module(mod, name, want_f), inputs, target, func=name)
+                want = execute.run_module(execute.module_with(mod, name, want_f), inputs, target, func=name)
             except Exception:  # noqa: BLE001 - the original needs other sizes (a size above 1): not a check
                 skipped.append(shown)
                 continue
             try:
-                got = execute.run_module(_in_module(mod, name, got_f), inputs, target, func=name)
+                got = execute.run_module(execute.module_with(mod, name, got_f), inputs, target, func=name)
             except Exception as exc:  # noqa: BLE001
                 raise NotGeneral(f"at {shown} it does not build or run ({type(exc).__name__}: "
                                  f"{str(exc).splitlines()[0][:160]})") from None
@@ -305,11 +305,3 @@ def checked_elsewhere(general, original, mod, name: str, values: dict, target, c
 
 def shown_sizes(values: dict) -> str:
     return ", ".join(f"{v.name}={int(k)}" for v, k in values.items())
-
-
-def _in_module(mod, name: str, func):
-    if mod is not None and any(g.name_hint == name for g in mod.get_global_vars()):
-        changed = mod.clone()
-        changed[name] = func
-        return changed
-    return tvm.IRModule({name: func})
