@@ -437,13 +437,13 @@ class TASOOptimizer:
             return None
         values = symbolic_sizes.stand_ins(func, syms)
         shown = symbolic_sizes.shown_sizes(values)
-        refusal = symbolic_sizes.round_trip_refusal(func, values)
+        bound, refusal = symbolic_sizes.bound_at(func, values)
         if refusal is not None:
             report.notes.append(f"taso_relay: '{report.name}' not optimized at stand-in sizes for its symbolic "
                                 f"ones ({shown}): {refusal}")
             return None
         own = FunctionReport(report.name, sized=shown)  # (not empty: the bound function does not come back here)
-        optimized = self._transform(symbolic_sizes.bind(func, values), mod, own)
+        optimized = self._transform(bound, mod, own)
         for f in fields(FunctionReport):
             setattr(report, f.name, getattr(own, f.name))
         report.sized = f"read and searched at {shown} (stand-ins)"  # (a static part's report has none)

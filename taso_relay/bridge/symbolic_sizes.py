@@ -24,6 +24,7 @@ from tvm.ir.prim.expr import BinaryOpExpr
 from tvm.relax.expr_functor import PyExprMutator, mutator
 from tvm.sym.analyzer import Analyzer
 
+from ..cost.progress import progress
 from . import execute
 from .ops_table import pin_example
 
@@ -133,25 +134,26 @@ def explicit_sizes(func) -> list:
     return found
 
 
-def round_trip_refusal(func, values: dict) -> str | None:
-    """Why `func` cannot be optimized at the stand-ins `values`: a size it writes that binding folds to a
-    number the stand-ins do not account for (a reshape's (n - 1) * 2 is 12; anywhere, also in a branch the
-    checks after the search may not run), or one that does not type-check there; None where binding then
-    generalizing gives every size back."""
+def bound_at(func, values: dict):
+    """(`func` bound at the stand-ins `values`, None), or (None, why it cannot be optimized there): a size it
+    writes that binding folds to a number the stand-ins do not account for (a reshape's (n - 1) * 2 is 12;
+    anywhere, also in a branch the checks after the search may not run), or one that does not type-check
+    there. Binding, then generalizing, must give every size back."""
     try:
-        back = generalize(bind(func, values), func, values)
+        bound = bind(func, values)
+        back = generalize(bound, func, values)
     except NotGeneral as exc:
-        return str(exc)
+        return None, str(exc)
     except Exception as exc:  # noqa: BLE001 - Relax refuses the function bound at the stand-ins
-        return f"bound at the stand-ins it does not type-check ({str(exc).splitlines()[0][:160]})"
+        return None, f"bound at the stand-ins it does not type-check ({str(exc).splitlines()[0][:160]})"
     given, read = explicit_sizes(func), explicit_sizes(back)
     analyzer = Analyzer()
     if len(given) != len(read):
-        return "bound at the stand-ins it writes another number of sizes"
+        return None, "bound at the stand-ins it writes another number of sizes"
     for a, b in zip(given, read):
         if not analyzer.can_prove_equal(a, b):
-            return f"bound at the stand-ins its size {_shown(a)} is written {_shown(b)}"
-    return None
+            return None, f"bound at the stand-ins its size {_shown(a)} is written {_shown(b)}"
+    return bound, None
 
 
 def _shown(size) -> str:
@@ -270,7 +272,9 @@ def checked_elsewhere(general, original, mod, name: str, values: dict, target, c
     if target is not None and not execute.runs_here(target):
         target = None  # a cross-compiling target: run on this host's CPU (the sizes, not the kernels, are checked)
     rng, checked, skipped = np.random.default_rng(seed), [], []
-    for sizes in check_sizes(values):
+    sizes_tried = check_sizes(values)
+    for sizes in progress(sizes_tried, total=len(sizes_tried), desc="symbolic sizes: runs at other sizes",
+                          unit="size"):
         if len(checked) == 2:
             break
         shown = shown_sizes(sizes)
