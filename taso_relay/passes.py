@@ -81,6 +81,8 @@ class FunctionReport:
     # where its parameters have symbolic sizes: the stand-in values it was read and searched at (the figures
     # above are at those), and the sizes the result, written back in the symbols, was checked at as well
     sized: str = ""
+    # 1-D calls read as their 2-D operators over a unit axis (conv1d as conv2d on (N, C, 1, L)): "conv1d x3, ..."
+    one_d: str = ""
 
     @property
     def rewrites(self) -> list[str]:
@@ -119,6 +121,9 @@ class FunctionReport:
         if self.folded:
             what = "its weight-only calls" if "weight-only" in self.folded else "its shape values (R.shape_of)"
             line += f"\n  read with {what} folded to constants by {self.folded.split(':')[0]}"
+        if self.one_d:
+            line += (f"\n  read as 2-D over a unit axis: {self.one_d} (the rules over conv2d hold for them; a "
+                     "rewritten function calls the 2-D operators on (N, C, 1, L))")
         if self.search is not None:
             line += "\n  " + self.search.to_text().replace("\n", "\n  ")
             if self.below_min_gain:
@@ -359,7 +364,7 @@ class TASOOptimizer:
         if imported is None:
             return func
         graph = imported.graph
-        report.folded = imported.folded
+        report.folded, report.one_d = imported.folded, imported.one_d
         report.ops_before = report.ops_after = graph.op_counts()  # what the function as given calls
         report.opaque = report.ops_before.get("opaque", 0)
         for i in graph.nodes_of("opaque"):

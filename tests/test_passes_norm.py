@@ -37,6 +37,16 @@ def batch_norm_calls(mod) -> int:
     return len(found)
 
 
+def computes_the_same(before, after, run_module, rng) -> list:
+    """Both modules run on the same random inputs and agree on a first output that is not trivially zero; the
+    inputs."""
+    inputs = random_inputs(before["main"].params, rng)
+    want, got = run_module(before, inputs)[0], run_module(after, inputs)[0]
+    assert np.abs(want).max() > 0.1
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    return inputs
+
+
 def kernels(mod) -> int:
     """PrimFuncs left after TVM's default CPU pipeline (one per fused kernel, folded weights gone)."""
     with TARGET:
@@ -67,10 +77,7 @@ def test_folded_weights_leave_no_kernels(folded):
 
 def test_folded_module_computes_the_same(folded, run_module, rng):
     before, after, _ = folded
-    inputs = random_inputs(before["main"].params, rng)
-    want, got = run_module(before, inputs)[0], run_module(after, inputs)[0]
-    assert np.abs(want).max() > 0.1  # not a trivially zero output
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    computes_the_same(before, after, run_module, rng)
 
 
 def test_lowering_tells_the_cost_model_how_kernels_are_formed():
@@ -407,7 +414,4 @@ def test_a_kernel_computed_by_an_opaque_call_is_folded_first_and_its_batch_norm_
     assert report.status == "optimized" and "weight-only" in report.folded
     assert [a.rule_id for a in report.search.applied] == ["h-bn-conv"] and batch_norm_calls(out) == 0
     assert "weight-only calls" in str(report)
-    inputs = random_inputs(mod["main"].params, rng)
-    want, got = run_module(mod, inputs)[0], run_module(out, inputs)[0]
-    assert np.abs(want).max() > 0.1
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    computes_the_same(mod, out, run_module, rng)

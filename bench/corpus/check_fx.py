@@ -29,6 +29,8 @@ MODELS = {  # name: (module factory, input shape at batch 2)
     "levit_128s": ("timm", (3, 224, 224)),
     "repvit_m0_9": ("timm", (3, 64, 64)),
     "nf_resnet26": ("timm", (3, 64, 64)),
+    "resnet1d": ("models_1d", (12, 1000)),  # (bench/corpus/models_1d.py: conv1d + BatchNorm1d)
+    "pointnet": ("models_1d", (3, 1024)),
 }
 
 
@@ -40,10 +42,14 @@ def build(name: str):
         import torchvision.models as models
 
         model = getattr(models, name)(weights=None)
-    else:
+    elif source == "timm":
         import timm
 
         model = timm.create_model(name, pretrained=False)
+    else:
+        from bench.corpus import models_1d
+
+        return randomized_batch_norms(getattr(models_1d, name)(), kind="BatchNorm1d").eval()
     return randomized_batch_norms(model).eval()
 
 

@@ -22,13 +22,14 @@ VISION = ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "
 SMALL = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128)  # transformers
 
 
-def randomized_batch_norms(model, scales=(0.5, 1.5)):
-    """Random running statistics and affine parameters for every BatchNorm2d, so that folding them shows in
-    the numbers (a fresh model's are 0 and 1); `scales` bounds the affine scale."""
+def randomized_batch_norms(model, scales=(0.5, 1.5), kind: str = "BatchNorm2d"):
+    """Random running statistics and affine parameters for every batch norm of `kind`, so that folding them shows
+    in the numbers (a fresh model's are 0 and 1); `scales` bounds the affine scale. (The families before `onedee`
+    drew BatchNorm2d's only: LeViT's BatchNorm1d weights stay as they were exported.)"""
     import torch
 
     for mod in model.modules():
-        if isinstance(mod, torch.nn.BatchNorm2d):
+        if isinstance(mod, getattr(torch.nn, kind)):
             mod.running_mean.uniform_(-0.5, 0.5)
             mod.running_var.uniform_(0.5, 1.5)
             torch.nn.init.uniform_(mod.weight, *scales)
@@ -73,8 +74,9 @@ def vision(out: Path) -> None:
            out / "lraspp.onnx")
 
 
-def first_output(model, keyword: str):
-    """A transformers model as a plain module of one tensor: called with `keyword`, its first output."""
+def first_output(model, keyword: str, **fixed):
+    """A transformers model as a plain module of one tensor: called with `keyword` (and `fixed`), its first
+    output."""
     import torch
 
     class First(torch.nn.Module):
@@ -83,9 +85,10 @@ def first_output(model, keyword: str):
             self.model = model
 
         def forward(self, x):
-            return self.model(**{keyword: x})[0]
+            return self.model(**{keyword: x}, **fixed)[0]
 
-    model.config.return_dict = False
+    if hasattr(model, "config"):  # (a submodule without a config is given return_dict=False in `fixed`)
+        model.config.return_dict = False
     return First()
 
 
@@ -459,9 +462,53 @@ def symbolic(out: Path) -> None:
            output_names=["out"], dynamic_axes={"input_ids": {0: "batch", 1: "seq"}, "out": {0: "batch", 1: "seq"}})
 
 
+def onedee(out: Path) -> None:
+    """1-D convs with batch norms after them: Wav2Vec2-Conformer's and FastSpeech2-Conformer's convolution modules
+    (pointwise Conv1d, GLU, depthwise Conv1d, BatchNorm1d, activation, pointwise Conv1d; FastSpeech2's convs with
+    biases, its postnet Conv1d + BatchNorm1d + tanh), PointNet (Conv1d k=1 + BatchNorm1d, BatchNorm1d after
+    Linears) and an ECG 1-D ResNet (bench/corpus/models_1d.py), both through both exporters; Wav2Vec2 with
+    layer-normed feature convs as a 1-D model with nothing to fold. Both exporters fold a batch norm that follows
+    a Conv themselves (the TorchScript one in eval mode, torch.export's onnxscript optimizer), so each `_bn` file
+    keeps them: training=PRESERVE on the eval model, or optimize=False. The whole FastSpeech2 model exports, but
+    TVM's importer refuses its length regulator's data-dependent Expand."""
+    import torch
+    import transformers as T
+
+    from .models_1d import pointnet, resnet1d
+
+    audio, keep = torch.randn(1, 4000), {"training": torch.onnx.TrainingMode.PRESERVE}
+    features = dict(conv_dim=(32, 32, 32), conv_stride=(5, 2, 2), conv_kernel=(10, 3, 3), num_conv_pos_embeddings=16,
+                    num_conv_pos_embedding_groups=4, **SMALL)
+    conformer = randomized_batch_norms(T.Wav2Vec2ConformerModel(T.Wav2Vec2ConformerConfig(
+        conv_depthwise_kernel_size=15, max_source_positions=512, **features)), kind="BatchNorm1d")
+    for suffix, kwargs in (("", {}), ("_bn", keep)):
+        export(first_output(conformer, "input_values"), (audio,), out / f"hf_wav2vec2_conformer{suffix}.onnx", **kwargs)
+    w2v = T.Wav2Vec2Model(T.Wav2Vec2Config(feat_extract_norm="layer", conv_bias=True, do_stable_layer_norm=True,
+                                           **features))
+    export(first_output(w2v, "input_values"), (audio,), out / "hf_wav2vec2_layer_norm.onnx")
+    fastspeech = randomized_batch_norms(T.FastSpeech2ConformerModel(T.FastSpeech2ConformerConfig(
+        vocab_size=100, hidden_size=64, num_mel_bins=16, encoder_layers=2, decoder_layers=2, encoder_linear_units=128,
+        decoder_linear_units=128, decoder_kernel_size=15, speech_decoder_postnet_layers=3,
+        speech_decoder_postnet_units=64, duration_predictor_channels=64, energy_predictor_channels=64,
+        pitch_predictor_channels=64, pitch_predictor_layers=2)), kind="BatchNorm1d")
+    ids, mels = torch.randint(1, 100, (1, 16)), torch.randn(1, 32, 64)
+    encoder = first_output(fastspeech.encoder, "input_tensor", return_dict=False)
+    for suffix, kwargs in (("", {}), ("_bn", keep)):
+        export(encoder, (ids,), out / f"hf_fastspeech2_conformer_encoder{suffix}.onnx", input_names=["input_ids"],
+               **kwargs)
+        export(fastspeech.speech_decoder_postnet, (mels,), out / f"hf_fastspeech2_conformer_postnet{suffix}.onnx",
+               **kwargs)
+    for name, model, shape in (("pointnet", pointnet(), (1, 3, 1024)), ("resnet1d_ecg", resnet1d(), (1, 12, 1000))):
+        model, x = randomized_batch_norms(model, kind="BatchNorm1d"), torch.randn(*shape)
+        export(model, (x,), out / f"{name}.onnx")
+        export(model, (x,), out / f"{name}_bn.onnx", **keep)
+        export(model, (x,), out / f"dynamo_{name}.onnx", dynamo=True)
+        export(model, (x,), out / f"dynamo_{name}_bn.onnx", dynamo=True, optimize=False)
+
+
 FAMILIES = {"vision": vision, "hf": hf, "dynamo": dynamo, "more": more, "wider": wider, "reparam": reparam,
             "half": half, "timm": timm_models, "hf2": hf2, "timm2": timm2, "hf3": hf3, "edge": edge,
-            "symbolic": symbolic}
+            "symbolic": symbolic, "onedee": onedee}
 
 
 def main(argv=None) -> None:

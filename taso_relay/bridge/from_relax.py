@@ -3,7 +3,8 @@
 Parameters become `input` nodes, constants `weight` nodes (value in
 Graph.values, the very relax constant in Graph.payloads under the weight's
 name), modelled calls graph operators and everything else `opaque` nodes
-that keep the original call. A function the graph form cannot hold exactly
+that keep the original call. A 1-D conv or pool is read as its 2-D operator
+over a unit axis (ops_table.LIFTED), and what reads its result on that too. A function the graph form cannot hold exactly
 (symbolic shapes, non-tensor parameters, bindings outside dataflow blocks,
 match_cast, shape values...) is refused with `Unsupported`; the public
 `graph_from_function` turns that into a one-line warning and None, so the
@@ -19,7 +20,7 @@ import tvm
 from tvm import relax
 from tvm.ir.expr import Constant
 
-from ..graph import Graph, GraphBuilder, GraphError, Ref, TensorType
+from ..graph import Graph, GraphBuilder, GraphError, Ref, TensorType, compact
 from ..graph.folding import weight_only
 from . import ops_table
 from .call_tir import import_call_tir
@@ -54,6 +55,7 @@ class Imported(NamedTuple):
     graph: Graph
     signature: Signature
     folded: str = ""  # how its shape values were folded before it was read (shapes_folded; as FunctionReport.folded)
+    one_d: str = ""  # the 1-D calls read as 2-D over a unit axis, "conv1d x3, max_pool1d" (FunctionReport.one_d)
 
 
 @dataclass(frozen=True)
@@ -212,6 +214,9 @@ class _Importer:
         self.records: dict[str, list] = {}  # payload key -> [call, leaves, tgi list]
         self.owner: dict[Any, str] = {}  # tuple-typed var -> payload key of the call that made it
         self.uses: dict[Any, list] = {}
+        self.squeezed: dict[Ref, Ref] = {}  # a 1-D call's rank-3 result -> the 2-D value it was read from
+        self.unsqueezed: dict[Ref, Ref] = {}  # a rank-3 value -> its reshape with a unit axis at 2
+        self.one_d: dict[str, int] = {}  # the 1-D calls read so, by name
 
     # ---- driver ---------------------------------------------------------------
     def run(self) -> Imported:
@@ -242,11 +247,15 @@ class _Importer:
         result = self._result(body.body, export_of)
         for key, (call, leaf_arity, tgi) in self.records.items():
             self.builder.payloads[key] = CallRecord(call, tuple(leaf_arity), tuple(tgi))
-        graph = self.builder.build(sorted(self.outputs, key=self.outputs.get))
+        outputs = sorted(self.outputs, key=self.outputs.get)
+        graph = self.builder.build(outputs)
+        if self.squeezed:  # (a 2-D value read on by the next call leaves its rank-3 reshape unused)
+            graph = compact(graph.nodes, graph.outputs, graph.values, graph.payloads)
         attrs = dict(func.attrs) if func.attrs is not None else {}
         signature = Signature(self.name, tuple(func.params), tuple(params), tuple(exports), result, attrs,
                               bool(func.is_pure))
-        return Imported(graph, signature)
+        one_d = ", ".join(f"{op} x{n}" if n > 1 else op for op, n in sorted(self.one_d.items()))
+        return Imported(graph, signature, one_d=one_d)
 
     def _params(self) -> list[str]:
         names = []
@@ -432,6 +441,13 @@ class _Importer:
             return self._program(call, attrs["steps"], args)
         if op == "batch_norm" and self._tail_items_used(var):
             raise Unsupported("batch_norm whose running statistics are used")
+        if op == ops_table.LIFTED:
+            return self._lifted(call, op, attrs, args)
+        if self._on_unit_axis(op, attrs, args):
+            try:
+                return self._lifted(call, op, attrs, args)
+            except (Unsupported, GraphError):
+                pass  # (read as it is written)
         inputs = []
         for a in args:
             value = self._value(a)
@@ -464,6 +480,81 @@ class _Importer:
             items += [None] * (len(call.ty.fields) - len(items))
             return TupleVal(tuple(items))
         return Ref(index, 0)
+
+    # ---- 1-D calls read as 2-D (ops_table.LIFTED) -----------------------------------------
+    def _on_unit_axis(self, op, attrs, args) -> bool:
+        """Whether an element-wise call, a batch norm over axis 1 or a split reads a rank-3 value that a 1-D
+        call read as 2-D made: it is read on the 2-D value too, so that a conv1d and the batch norm after it
+        are one conv2d and its batch norm to the rules, not two ops with a reshape between them."""
+        try:
+            values = [self._value(a) for a in args]
+        except Unsupported:
+            return False
+        if not values or not all(isinstance(v, Ref) for v in values):
+            return False
+        ranks = [len(self.builder.type_of(v).shape) for v in values]
+        if op in _ELEMENTWISE_UNARY or (op == "batch_norm" and attrs["axis"] % 3 == 1) or op == "split":
+            return ranks[0] == 3 and values[0] in self.squeezed
+        return op in _ELEMENTWISE_BINARY and max(ranks) == 3 and any(v in self.squeezed for v in values)
+
+    def _lifted(self, call, op, attrs, args):
+        """`call` read on its inputs with a unit axis inserted at 2, its results with it removed again."""
+        refs = [self._value(a) for a in args]
+        if not all(isinstance(r, Ref) for r in refs):
+            raise Unsupported(f"{op} takes a tuple argument")
+        one_d = op == ops_table.LIFTED
+        if one_d:
+            op, attrs, lift = attrs["op"], attrs["attrs"], refs
+        else:
+            lift = refs if op in _ELEMENTWISE_BINARY else refs[:1]
+            if op == "split":
+                attrs = {**attrs, "axis": attrs["axis"] % 3 + (attrs["axis"] % 3 == 2)}
+        first = len(self.builder.nodes)
+        try:
+            inputs = [self._with_unit_axis(r) if r in lift else r for r in refs]
+            node = self.builder.add(op, inputs, **attrs)
+            index = len(self.builder.nodes) - 1
+            items = [self._without_unit_axis(Ref(index, k)) for k in range(len(node.types))]
+            expected = _result_types(call.ty)[:len(items)]
+            if [self.builder.type_of(r) for r in items] != expected:
+                raise Unsupported(f"{op} read on a unit axis: not the relax type {call.ty}")
+        except (Unsupported, GraphError):
+            del self.builder.nodes[first:]
+            self._forget(first)
+            raise
+        if one_d:
+            name = call.op.name.removeprefix("relax.nn.")
+            self.one_d[name] = self.one_d.get(name, 0) + 1
+        if isinstance(call.ty, relax.TupleType):
+            return TupleVal(tuple(items) + (None,) * (len(call.ty.fields) - len(items)))
+        return items[0]
+
+    def _with_unit_axis(self, ref: Ref) -> Ref:
+        """`ref` (rank 3 or less, broadcast as rank 3) with a unit axis at 2: the 2-D value it was read from,
+        or one reshape of it (one per value, whichever calls read it so)."""
+        if ref in self.squeezed:
+            return self.squeezed[ref]
+        if ref not in self.unsqueezed:
+            shape = tuple(self.builder.type_of(ref).shape)
+            shape = (1,) * (3 - len(shape)) + shape
+            self.builder.add("reshape", [ref], shape=(*shape[:2], 1, *shape[2:]))
+            self.unsqueezed[ref] = Ref(len(self.builder.nodes) - 1, 0)
+        return self.unsqueezed[ref]
+
+    def _without_unit_axis(self, ref: Ref) -> Ref:
+        shape = tuple(self.builder.type_of(ref).shape)
+        if len(shape) != 4 or shape[2] != 1:
+            raise Unsupported(f"a 1-D call read as 2-D gave {shape}, not a unit axis at 2")
+        self.builder.add("reshape", [ref], shape=(*shape[:2], shape[3]))
+        squeezed = Ref(len(self.builder.nodes) - 1, 0)
+        self.squeezed[squeezed] = ref
+        return squeezed
+
+    def _forget(self, first: int) -> None:
+        """Drop the memos of nodes from `first` on (a reading given up, its nodes removed)."""
+        for memo in (self.squeezed, self.unsqueezed):
+            for key in [k for k, v in memo.items() if k.node >= first or v.node >= first]:
+                del memo[key]
 
     def _program(self, call, steps, args):
         """A call read as several graph ops (ops_table.CHAIN, ops_table.PROGRAM); no template, as none is
@@ -534,6 +625,10 @@ class _Importer:
         if isinstance(expr, relax.Tuple):
             return tuple(self._result(f, export_of) for f in expr.fields)
         return self._structure(self._value(expr))
+
+
+_ELEMENTWISE_UNARY = frozenset(ops_table.UNARY_RELAX) | {"clip", "leaky_relu"}
+_ELEMENTWISE_BINARY = frozenset(ops_table.BINARY_RELAX)
 
 
 def _same_type(a, b) -> bool:

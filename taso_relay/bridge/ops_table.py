@@ -141,6 +141,45 @@ def _conv2d(call) -> Reading:
                       "kernel_layout": str(a.kernel_layout)}, list(call.args)
 
 
+# A 1-D call read as its 2-D operator over a unit axis inserted at 2 in every argument and removed from every
+# result (conv1d as conv2d on (N, C, 1, L)); the reading is (LIFTED, {"op": 2-D op, "attrs": its attrs}, args).
+# Exact: the 2-D operator with a unit kernel, stride and dilation and no padding along that axis computes the
+# same sums in the same order; the rules over conv2d then hold for conv1d (a batch norm after it folds).
+LIFTED = "lifted"
+
+
+def _conv1d(call) -> Reading:
+    a = call.attrs
+    _default_out_dtype(call)
+    _same_out_layout(call, str(a.data_layout))
+    if (str(a.data_layout), str(a.kernel_layout)) != ("NCW", "OIW"):
+        raise Unsupported(f"conv1d in layout {a.data_layout}/{a.kernel_layout}")
+    left, right = _pad_1d(call)
+    attrs = {"strides": (1, *_ints(a.strides)), "padding": (0, left, 0, right), "dilation": (1, *_ints(a.dilation)),
+             "groups": int(a.groups), "data_layout": "NCHW", "kernel_layout": "OIHW"}
+    return LIFTED, {"op": "conv2d", "attrs": attrs}, list(call.args)
+
+
+def _pad_1d(call) -> tuple[int, int]:
+    padding = _ints(call.attrs.padding)  # (TVM writes (left, right); one number is both sides)
+    return padding if len(padding) == 2 else (padding[0], padding[0])
+
+
+def _pool1d(op: str) -> Importer:
+    def read(call) -> Reading:
+        a = call.attrs
+        _same_out_layout(call, str(a.layout))
+        if str(a.layout) != "NCW":
+            raise Unsupported(f"{call.op.name} in layout {a.layout}")
+        left, right = _pad_1d(call)
+        attrs = {"kernel": (1, *_ints(a.pool_size)), "strides": (1, *_ints(a.strides)), "padding": (0, left, 0, right),
+                 "dilation": (1, *_ints(a.dilation)), "ceil_mode": bool(a.ceil_mode), "layout": "NCHW"}
+        if op == "avg_pool2d":
+            attrs["count_include_pad"] = bool(a.count_include_pad)
+        return LIFTED, {"op": op, "attrs": attrs}, list(call.args)
+    return read
+
+
 def _matmul(call) -> Reading:
     _default_out_dtype(call)
     return "matmul", {}, list(call.args)
@@ -392,6 +431,9 @@ BINARY_RELAX = {
 
 IMPORTERS: dict[str, Importer] = {
     "relax.nn.conv2d": _conv2d,
+    "relax.nn.conv1d": _conv1d,
+    "relax.nn.max_pool1d": _pool1d("max_pool2d"),
+    "relax.nn.avg_pool1d": _pool1d("avg_pool2d"),
     "relax.matmul": _matmul,
     "relax.einsum": _einsum,
     "relax.nn.max_pool2d": _pool("max_pool2d"),

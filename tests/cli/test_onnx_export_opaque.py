@@ -56,8 +56,12 @@ CASES = {
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_opaque_call_exports_as_its_onnx_operator(name, tmp_path):
+def test_opaque_call_exports_as_its_onnx_operator(name, tmp_path, monkeypatch):
     nodes, inits, x_shape, y_shape, label, onnx_type = CASES[name]
+    if name == "conv1d":  # read as a conv2d over a unit axis (test_conv1d_exports_as_a_2d_conv); opaque otherwise
+        from taso_relay.bridge import ops_table
+
+        monkeypatch.delitem(ops_table.IMPORTERS, "relax.nn.conv1d")
     y_type = TensorProto.INT64 if onnx_type == "ArgMax" else TensorProto.FLOAT
     prepared = prepare(_model(tmp_path, nodes, x_shape, y_shape, inits, y_type), {})
     imported = graph_from_function(prepared.mod["main"], "main", prepared.mod)
@@ -70,6 +74,24 @@ def test_opaque_call_exports_as_its_onnx_operator(name, tmp_path):
     x = np.random.default_rng(7).uniform(-1, 1, x_shape).astype(np.float32)
     (want,), (got,) = run_onnxruntime(prepared.original, {"x": x}), run_onnxruntime(exported.model, {"x": x})
     assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_conv1d_exports_as_a_2d_conv(tmp_path):
+    """Strided, dilated, grouped, unevenly padded: read as a conv2d on (N, C, 1, L), written as a 2-D Conv between
+    Reshapes, and onnxruntime computes the same."""
+    nodes, inits, x_shape, y_shape, _, _ = CASES["conv1d"]
+    prepared = prepare(_model(tmp_path, nodes, x_shape, y_shape, inits), {})
+    imported = graph_from_function(prepared.mod["main"], "main", prepared.mod)
+    assert "opaque" not in imported.graph.op_counts() and imported.one_d == "conv1d"
+    exported = export_module(prepared.mod, prepared, graph=imported.graph, signature=imported.signature)
+    assert exported.exported, exported.reason
+    conv = next(n for n in exported.model.graph.node if n.op_type == "Conv")
+    weights = {i.name: list(i.dims) for i in exported.model.graph.initializer}
+    assert weights[conv.input[1]] == [6, 2, 1, 3]
+    assert {a.name: list(a.ints) for a in conv.attribute if a.ints}["pads"] == [0, 1, 0, 2]
+    x = np.random.default_rng(7).uniform(-1, 1, x_shape).astype(np.float32)
+    (want,), (got,) = run_onnxruntime(prepared.original, {"x": x}), run_onnxruntime(exported.model, {"x": x})
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 

@@ -1,0 +1,90 @@
+"""TASOPass on 1-D convolutional models: a conv1d is read as a conv2d over a unit axis (bridge/from_relax.py), so
+the proved rules over conv2d hold for it: a BatchNorm1d after a Conv1d (with or without its bias, depthwise too)
+folds into it, as in PointNet, 1-D ResNets and Conformer's convolution module. The rewritten model runs against
+the original, in TVM and, exported, in onnxruntime."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tvm
+
+from taso_relay.passes import TASOPass
+
+sys.path.insert(0, str(Path(__file__).parent / "bridge"))
+from bridge_onnx_models import F32, Model  # noqa: E402
+from test_passes_norm import batch_norm_calls, computes_the_same  # noqa: E402
+
+onnx = pytest.importorskip("onnx")
+
+
+def resnet1d_block(m: Model):
+    """A 1-D ResNet's downsampling block: Conv1d(k=3, stride 2) + bias + BN + ReLU, depthwise Conv1d(k=5) + BN,
+    a 1x1 stride-2 shortcut + BN, added, ReLU, MaxPool1d."""
+    y = m.op("Conv", ["x", m.weight((16, 8, 3)), m.weight((16,))], pads=[1, 1], strides=[2], kernel_shape=[3])
+    y = m.op("Relu", [m.bn(y, 16)])
+    y = m.bn(m.op("Conv", [y, m.weight((16, 1, 5))], pads=[2, 2], group=16, kernel_shape=[5]), 16)
+    z = m.bn(m.op("Conv", ["x", m.weight((16, 8, 1))], strides=[2], kernel_shape=[1]), 16)
+    y = m.op("MaxPool", [m.op("Relu", [m.op("Add", [y, z])])], kernel_shape=[2], strides=[2])
+    return m.build([("x", F32, [1, 8, 40])], [(y, F32, [1, 16, 10])])
+
+
+def conformer_conv(m: Model):
+    """Conformer's convolution module on (B, T, C) features: transposed to (B, C, T), a pointwise Conv1d to 2C,
+    a GLU (split, sigmoid, mul), a depthwise Conv1d(k=7) + BN + SiLU (sigmoid, mul), a pointwise Conv1d, and
+    transposed back."""
+    y = m.op("Transpose", ["x"], perm=[0, 2, 1])
+    y = m.op("Conv", [y, m.weight((32, 16, 1)), m.weight((32,))], kernel_shape=[1])
+    a, b = m.op("Split", [y], n_out=2, axis=1, num_outputs=2)
+    y = m.op("Mul", [a, m.op("Sigmoid", [b])])
+    y = m.bn(m.op("Conv", [y, m.weight((16, 1, 7)), m.weight((16,))], pads=[3, 3], group=16, kernel_shape=[7]), 16)
+    y = m.op("Mul", [y, m.op("Sigmoid", [y])])
+    y = m.op("Conv", [y, m.weight((16, 16, 1)), m.weight((16,))], kernel_shape=[1])
+    return m.build([("x", F32, [2, 12, 16])], [(m.op("Transpose", [y], perm=[0, 2, 1]), F32, [2, 12, 16])])
+
+
+def saved(tmp_path, model) -> Path:
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    return path
+
+
+@pytest.mark.parametrize("build, rules, one_d", [
+    (resnet1d_block, ["h-bn-conv", "h-bn-conv", "h-bn-conv-bias"], "conv1d x3, max_pool1d"),
+    (conformer_conv, ["h-bn-conv-bias"], "conv1d x3"),
+], ids=["resnet1d-block", "conformer-conv-module"])
+def test_a_batch_norm_after_a_conv1d_folds_into_it(build, rules, one_d, tmp_path, run_module, rng):
+    from taso_relay.onnx_io import prepare
+    from taso_relay.onnx_io.export import export_module, run_onnxruntime
+
+    prepared = prepare(saved(tmp_path, build(Model(4))), {})
+    mod = prepared.mod
+    taso = TASOPass(verify_speed=False, min_gain=0.0)  # (a small model: the speed check is the benchmarks')
+    out = taso(mod)
+    report = taso.report["main"]
+    assert report.status == "optimized" and report.one_d == one_d and "read as 2-D" in report.summary()
+    assert sorted(a.rule_id for a in report.search.applied[:report.search.first_phase]) == rules
+    assert batch_norm_calls(mod) == len(rules) and batch_norm_calls(out) == 0
+    inputs = computes_the_same(mod, out, run_module, rng)
+
+    exported = export_module(out, prepared)  # the rewritten model written as ONNX: 2-D Convs between reshapes
+    assert exported.exported, exported.reason
+    assert "BatchNormalization" not in [n.op_type for n in exported.model.graph.node]
+    (onnx_want,), (onnx_got,) = (run_onnxruntime(model, {"x": inputs[0]})
+                                 for model in (prepared.original, exported.model))
+    np.testing.assert_allclose(onnx_got, onnx_want, rtol=1e-4, atol=1e-5)
+
+
+def test_a_conv1d_model_with_nothing_to_fold_is_returned_as_given(tmp_path):
+    """Read in 2-D, written back only where a rule applied: without one, the function keeps its conv1d."""
+    from taso_relay.onnx_io import prepare
+
+    m = Model(5)
+    y = m.op("Relu", [m.op("Conv", ["x", m.weight((8, 4, 3)), m.weight((8,))], pads=[1, 1], kernel_shape=[3])])
+    mod = prepare(saved(tmp_path, m.build([("x", F32, [1, 4, 20])], [(y, F32, [1, 8, 20])])), {}).mod
+    taso = TASOPass(verify_speed=False, min_gain=0.0)
+    out = taso(mod)
+    assert taso.report["main"].one_d == "conv1d" and taso.report["main"].status != "optimized"
+    tvm.ir.assert_structural_equal(out["main"], mod["main"])
