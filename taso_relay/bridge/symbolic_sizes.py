@@ -6,10 +6,12 @@ stand-in values: distinct primes that divide no number the function writes, so t
 function a size is a multiple of a stand-in exactly when it came from that symbol (the batch 7 of a
 (7, 512) reshape is N). `generalize` puts the symbols back: the original parameters, every explicit size
 (a reshape's, a slice's bounds, call_tir's outputs) with its stand-in factors read as symbols (a slice's
-7 - 1 is N - 1). A size Relax folded once bound (a reshape's (N - 1) * 2 is 12) stays a number, and a
-rule whose conditions held only at the stand-ins would rewrite wrongly elsewhere: so the caller runs the
-generalized function against the original at other sizes (`check_sizes`) and keeps it only where they
-agree.
+7 - 1 is N - 1), or, for a size Relax folded once bound (a KV cache's past + new tokens, 5 + 7 = 12; a
+reshape's (N - 1) * 2), as the size the original writes of that value (`compound_sizes`; the stand-ins are
+picked so that no two such sizes, nor one and a number written, share a value). A rule whose conditions held
+only at the stand-ins would rewrite wrongly elsewhere, and a size the optimizer made may be read as a symbol
+by chance: so the caller runs the generalized function against the original at other sizes (`check_sizes`)
+and keeps it only where they agree.
 """
 from __future__ import annotations
 
@@ -60,39 +62,98 @@ def pin_hint(syms) -> str:
 
 
 def stand_ins(func, syms) -> dict:
-    """A distinct prime per symbol that divides no number `func` writes as a size or attribute."""
+    """A distinct prime per symbol that divides no number `func` writes as a size or attribute; where one
+    can, primes whose sums and other compounds `func` writes (past + new tokens) are no such number either."""
     written = _numbers_written(func)
-    values, p = {}, FIRST_STAND_IN
-    for v in syms:
-        while not _is_prime(p) or any(n % p == 0 for n in written):
+    values, start = {}, FIRST_STAND_IN
+    for _ in range(8):  # (a few tries; the first is kept where none reads every compound back)
+        tried, p = {}, start
+        for v in syms:
+            while not _is_prime(p) or any(n % p == 0 for n in written):
+                p += 1
+            tried[v] = p
             p += 1
-        values[v] = p
-        p += 1
+        values = values or tried
+        if None not in compound_sizes(func, tried).values():
+            return tried
+        start = tried[syms[0]] + 1
     return values
 
 
-def _numbers_written(func) -> set[int]:
-    """Every static size in `func`'s values' types and shapes, and every number in its calls' attributes."""
-    found: set[int] = set()
-
-    def ints(values):
-        found.update(int(d.value) for d in values if isinstance(d, tirx.IntImm))
+def _sizes_in(func) -> list:
+    """Every size in `func`'s values' types and shapes (numbers, symbols and expressions of them), and in the
+    sizes it passes as values (a slice's bounds)."""
+    found: list = []
 
     def visit(e):
         ty = getattr(e, "ty", None)
         if isinstance(ty, relax.TensorType) and isinstance(ty.shape, relax.ShapeExpr):
-            ints(ty.shape.values)
+            found.extend(ty.shape.values)
         if isinstance(e, relax.ShapeExpr):
-            ints(e.values)
-        elif isinstance(e, tirx.IntImm):  # a size written as a value: a slice's bounds
-            ints([e])
-        elif isinstance(e, relax.Call) and e.attrs is not None:
-            found.update(attribute_ints(e.attrs))
+            found.extend(e.values)
+        elif isinstance(e, _SIZES):
+            found.append(e)
 
     for p in func.params:
         visit(p)
     relax.analysis.post_order_visit(func.body, visit)
+    return found
+
+
+def _numbers_written(func) -> set[int]:
+    """Every static size in `func`'s values' types and shapes, and every number in its calls' attributes."""
+    found = {int(d.value) for d in _sizes_in(func) if isinstance(d, tirx.IntImm)}
+
+    def visit(e):
+        if isinstance(e, relax.Call) and e.attrs is not None:
+            found.update(attribute_ints(e.attrs))
+
+    relax.analysis.post_order_visit(func.body, visit)
     return {n for n in found if n > 1}
+
+
+def _is_compound(size) -> bool:
+    """A size that is an expression of symbols (s10 + s27, n * 512), not a number or a bare symbol."""
+    return not isinstance(size, (tirx.IntImm, tirx.Var)) and bool(tirx.analysis.undefined_vars(size))
+
+
+def _at(sizes, values: dict) -> list[int]:
+    """The sizes' values with the symbols at `values` (those that come to a number)."""
+    analyzer = Analyzer()
+    for var, k in values.items():
+        analyzer.bind(var, int(k))
+    found = (analyzer.simplify(e) for e in sizes)
+    return [int(v.value) for v in found if isinstance(v, tirx.IntImm)]
+
+
+def compound_sizes(func, values: dict) -> dict:
+    """The sizes `func` writes as expressions of its symbols that the stand-ins' factors do not spell (s10 + s27
+    at 5 and 7 is 12, not a multiple of either; (n - 1) * 2), by their value at the stand-ins `values`; None
+    for a value two that differ share, or one `func` also writes as a number (it could be either)."""
+    written, by_prime = _numbers_written(func), {int(k): v for v, k in values.items()}
+    analyzer, found = Analyzer(), {}
+    compounds = [e for e in _sizes_in(func) if _is_compound(e)]
+    for e, n in zip(compounds, _at(compounds, values)):
+        if n <= 1 or analyzer.can_prove_equal(_spelled(n, by_prime), e):
+            continue  # (n * 512 at n = 7 is 3584, which 7's factor spells)
+        if n in written or (n in found and (found[n] is None or not analyzer.can_prove_equal(found[n], e))):
+            found[n] = None
+        else:
+            found.setdefault(n, e)
+    return found
+
+
+def _spelled(n: int, by_prime: dict):
+    """`n` as the product of its stand-in factors' symbols and what is left (a number where it has none)."""
+    factors = []
+    for p, var in by_prime.items():
+        while n % p == 0:
+            n //= p
+            factors.append(var)
+    if not factors:
+        return tirx.IntImm("int64", n)
+    expr = reduce(lambda a, b: a * b, factors[1:], factors[0])
+    return expr if n == 1 else expr * n
 
 
 _INT = re.compile(r"(?<![\w.+-])\d+(?![\w.])")  # 2 in axis=2 or [2, 4], not the digits of 1e-05, 0.1 or float32
@@ -173,7 +234,7 @@ def generalize(optimized, original, values: dict):
         if any(d > 1 and d % int(p) == 0 for d in shape for p in values.values()):
             raise NotGeneral(f"a constant of shape {shape} holds a stand-in size (a weight broadcast over a "
                              "symbolic size, computed ahead)")
-    rewriter = _Generalizer(values)
+    rewriter = _Generalizer(values, compound_sizes(original, values))
     for bound, param in zip(optimized.params, original.params):
         rewriter.set_var_remap(bound, param)
     try:
@@ -203,23 +264,21 @@ class _Generalizer(PyExprMutator):
     """Writes the sizes a function gives itself in the symbols; every binding is emitted again, so Relax infers
     the symbolic types of the values in between."""
 
-    def __init__(self, values: dict):
+    def __init__(self, values: dict, compounds: dict):
         super().__init__()
         self.by_prime = {int(k): v for v, k in values.items()}
+        self.compounds = compounds  # compound_sizes: value at the stand-ins -> the original's expression
 
     def size(self, value):
-        """An int size as the product of its stand-in factors' symbols and what is left."""
+        """An int size as the original's compound size of that value (s10 + s27), or as the product of its
+        stand-in factors' symbols and what is left."""
         if not isinstance(value, tirx.IntImm) or value.value <= 1:
             return value
-        n, factors = int(value.value), []
-        for p, var in self.by_prime.items():
-            while n % p == 0:
-                n //= p
-                factors.append(var)
-        if not factors:
-            return value
-        expr = reduce(lambda a, b: a * b, factors[1:], factors[0])
-        return expr if n == 1 else expr * n
+        n = int(value.value)
+        if self.compounds.get(n) is not None:
+            return self.compounds[n]
+        spelled = _spelled(n, self.by_prime)
+        return value if isinstance(spelled, tirx.IntImm) else spelled
 
     def type_of(self, ty):
         if isinstance(ty, relax.TensorType) and isinstance(ty.shape, relax.ShapeExpr):
@@ -253,7 +312,8 @@ class _Generalizer(PyExprMutator):
         return self.visit_expr(a)
 
     def _holds_stand_in(self, attrs) -> bool:
-        return any(n % p == 0 for n in attribute_ints(attrs) if n > 1 for p in self.by_prime)
+        return any(any(n % p == 0 for p in self.by_prime) or self.compounds.get(n) is not None
+                   for n in attribute_ints(attrs) if n > 1)
 
 
 def check_sizes(values: dict) -> list[dict]:
