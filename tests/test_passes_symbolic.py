@@ -167,20 +167,30 @@ def test_a_sum_of_two_symbols_is_read_back_as_the_sum(rng):
             np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
 
 
-def test_a_size_that_binding_folds_to_one_is_refused_before_the_search():
-    """(n + 15) // 16 blocks are 1 at any stand-in below 16: a number that says nothing of n, so the function is
-    not searched at all, and the refusal says how to pin the sizes."""
+def rows_broadcast(rows, in_branch: bool):
+    """x (n, 16) times a (16, 32) weight, its mean row broadcast to (rows(n), 32); `in_branch`: in an If's
+    branch taken only for inputs above 2, the product itself otherwise."""
     rng = np.random.default_rng(4)
     n = tirx.Var("n", "int64")
     x = relax.Var("x", relax.TensorType((n, 16), "float32"))
+    widened = lambda y: relax.op.broadcast_to(relax.op.mean(y, axis=[0], keepdims=True),  # noqa: E731
+                                              relax.ShapeExpr([rows(n), 32]))
     bb = relax.BlockBuilder()
     with bb.function("main", [x]):
         with bb.dataflow():
-            y = bb.emit(relax.op.matmul(x, relax.const(rng.standard_normal((16, 32)).astype("float32"))))
-            blocks = relax.ShapeExpr([(n + 15) // 16, 32])
-            out = bb.emit_output(relax.op.broadcast_to(bb.emit(relax.op.mean(y, axis=[0], keepdims=True)), blocks))
+            y = relax.op.matmul(x, relax.const(rng.standard_normal((16, 32)).astype("float32")))
+            out = bb.emit_output(y if in_branch else widened(bb.emit(y)))
+        if in_branch:
+            cond = bb.emit(relax.op.greater(relax.op.max(x), relax.const(2.0, "float32")))
+            out = bb.emit(relax.If(cond, widened(out), out))
         bb.emit_func_output(out)
-    mod = bb.get()
+    return bb.get()
+
+
+def test_a_size_that_binding_folds_to_one_is_refused_before_the_search():
+    """(n + 15) // 16 blocks are 1 at any stand-in below 16: a number that says nothing of n, so the function is
+    not searched at all, and the refusal says how to pin the sizes."""
+    mod = rows_broadcast(lambda n: (n + 15) // 16, in_branch=False)
     taso = TASOPass(verify_speed=False, min_gain=0.0)
     with pytest.warns(UserWarning, match=r"BindSymbolicVars\(\{'n': 1\}\)"):
         out = taso(mod)
@@ -194,17 +204,7 @@ def test_a_folded_size_in_a_branch_the_checks_would_not_take_is_read_back(run_mo
     """An If whose branch (taken only for inputs above 2, which random inputs never are) writes ((n - 1) * 2, 32):
     the runs at other sizes would not see a wrong size there, so every written size must be read back (here it
     is: the expression of that value) before the search; the branch then computes at n = 4 what it did."""
-    rng = np.random.default_rng(4)
-    n = tirx.Var("n", "int64")
-    x = relax.Var("x", relax.TensorType((n, 16), "float32"))
-    bb = relax.BlockBuilder()
-    with bb.function("main", [x]):
-        with bb.dataflow():
-            y = bb.emit_output(relax.op.matmul(x, relax.const(rng.standard_normal((16, 32)).astype("float32"))))
-        cond = bb.emit(relax.op.greater(relax.op.max(x), relax.const(2.0, "float32")))
-        wide = relax.op.broadcast_to(relax.op.mean(y, axis=[0], keepdims=True), relax.ShapeExpr([(n - 1) * 2, 32]))
-        bb.emit_func_output(bb.emit(relax.If(cond, wide, y)))
-    mod = bb.get()
+    mod = rows_broadcast(lambda n: (n - 1) * 2, in_branch=True)
     taso = TASOPass(verify_speed=False, min_gain=0.0)
     out = taso(mod)
     report = taso.report["main"]
