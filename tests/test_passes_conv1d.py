@@ -88,3 +88,40 @@ def test_a_conv1d_model_with_nothing_to_fold_is_returned_as_given(tmp_path):
     out = taso(mod)
     assert taso.report["main"].one_d == "conv1d" and taso.report["main"].status != "optimized"
     tvm.ir.assert_structural_equal(out["main"], mod["main"])
+
+
+def test_a_dynamic_length_is_stood_in_for_where_every_length_is_above_1(run_module):
+    """A 1-D ResNet stem and two strided convs with a symbolic length l: at a stand-in of 11 the last length is
+    1 (11, 6, 3, 2, 1), which says nothing of l, so a larger prime stands in; the result, compiled with l
+    symbolic, computes what the original does at lengths far from the stand-in."""
+    from tvm import relax, tirx
+
+    rng = np.random.default_rng(2)
+    c = lambda *shape: relax.const(rng.standard_normal(shape).astype("float32"))  # noqa: E731
+
+    def conv_bn(bb, y, w, **kwargs):
+        y = bb.emit(relax.op.nn.conv1d(y, w, **kwargs))
+        var = relax.const((np.abs(rng.standard_normal(8)) + 0.5).astype("float32"))
+        norm = relax.op.nn.batch_norm(y, c(8), c(8), c(8), var, axis=1, training=False)
+        return bb.emit(relax.TupleGetItem(bb.emit(norm), 0))
+
+    length = tirx.Var("l", "int64")
+    x = relax.Var("x", relax.TensorType((1, 4, length), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.nn.relu(conv_bn(bb, x, c(8, 4, 15), strides=2, padding=(7, 7))))
+            y = bb.emit(relax.op.nn.max_pool1d(y, 3, strides=2, padding=(1, 1)))
+            y = conv_bn(bb, y, c(8, 8, 3), strides=2, padding=(1, 1))
+            y = conv_bn(bb, y, c(8, 8, 3), strides=2, padding=(1, 1))
+            out = bb.emit_output(relax.op.mean(y, axis=[2]))
+        bb.emit_func_output(out)
+    mod = bb.get()
+    taso = TASOPass(verify_speed=False, min_gain=0.0)
+    out = taso(mod)
+    report = taso.report["main"]
+    assert report.status == "optimized" and batch_norm_calls(out) == 0
+    assert "read and searched at l=17" in report.sized
+    for n in (100, 1000):
+        x = np.random.default_rng(n).uniform(-1, 1, (1, 4, n)).astype("float32")
+        np.testing.assert_allclose(run_module(out, [x])[0], run_module(mod, [x])[0], rtol=1e-4, atol=1e-4)

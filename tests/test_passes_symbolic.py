@@ -188,9 +188,10 @@ def rows_broadcast(rows, in_branch: bool):
 
 
 def test_a_size_that_binding_folds_to_one_is_refused_before_the_search():
-    """(n + 15) // 16 blocks are 1 at any stand-in below 16: a number that says nothing of n, so the function is
-    not searched at all, and the refusal says how to pin the sizes."""
-    mod = rows_broadcast(lambda n: (n + 15) // 16, in_branch=False)
+    """(n + 999) // 1000 blocks are 1 at any stand-in tried (primes from 5 on; (n + 15) // 16 is 2 at 17, taken): a
+    number that says nothing of n, so the function is not searched at all, and the refusal says how to pin the
+    sizes."""
+    mod = rows_broadcast(lambda n: (n + 999) // 1000, in_branch=False)
     taso = TASOPass(verify_speed=False, min_gain=0.0)
     with pytest.warns(UserWarning, match=r"BindSymbolicVars\(\{'n': 1\}\)"):
         out = taso(mod)
@@ -347,3 +348,11 @@ def test_stand_ins_are_picked_so_that_a_sum_of_symbols_is_no_number_written():
     assert [str(e) for e in compounds.values()] == [str(p + t)]
     bound, refusal = symbolic_sizes.bound_at(func, values)
     assert refusal is None and bound is not None
+
+
+def test_stand_ins_are_picked_so_that_no_size_of_the_symbol_is_1():
+    """(n + 15) // 16 blocks is 1 at 5, 7, 11 and 13, and 2 at 17: 17 stands in, and the function is searched."""
+    func = rows_broadcast(lambda n: (n + 15) // 16, in_branch=False)["main"]
+    values = symbolic_sizes.stand_ins(func, symbolic_sizes.symbols(func))
+    assert list(values.values()) == [17]
+    assert symbolic_sizes.bound_at(func, values)[1] is None

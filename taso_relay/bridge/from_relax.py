@@ -509,6 +509,8 @@ class _Importer:
             lift = refs if op in _ELEMENTWISE_BINARY else refs[:1]
             if op == "split":
                 attrs = {**attrs, "axis": attrs["axis"] % 3 + (attrs["axis"] % 3 == 2)}
+            elif op == "batch_norm":
+                attrs = {**attrs, "axis": 1}  # (-2 on rank 3 is 2 on rank 4)
         first = len(self.builder.nodes)
         try:
             inputs = [self._with_unit_axis(r) if r in lift else r for r in refs]
@@ -531,13 +533,14 @@ class _Importer:
 
     def _with_unit_axis(self, ref: Ref) -> Ref:
         """`ref` (rank 3 or less, broadcast as rank 3) with a unit axis at 2: the 2-D value it was read from,
-        or one reshape of it (one per value, whichever calls read it so)."""
-        if ref in self.squeezed:
-            return self.squeezed[ref]
+        or one expand_dims of it (one per value, whichever calls read it so; a scalar broadcasts as it is).
+        expand_dims and squeeze, not reshapes: they write no sizes, which a symbolic length would need read
+        back (bridge/symbolic_sizes.py), and a length 1 at the stand-ins would not be."""
+        rank = len(self.builder.type_of(ref).shape)
+        if ref in self.squeezed or rank == 0:
+            return self.squeezed.get(ref, ref)
         if ref not in self.unsqueezed:
-            shape = tuple(self.builder.type_of(ref).shape)
-            shape = (1,) * (3 - len(shape)) + shape
-            self.builder.add("reshape", [ref], shape=(*shape[:2], 1, *shape[2:]))
+            self.builder.add("expand_dims", [ref], axes=tuple(range(3 - rank)) + (2,))
             self.unsqueezed[ref] = Ref(len(self.builder.nodes) - 1, 0)
         return self.unsqueezed[ref]
 
@@ -545,7 +548,7 @@ class _Importer:
         shape = tuple(self.builder.type_of(ref).shape)
         if len(shape) != 4 or shape[2] != 1:
             raise Unsupported(f"a 1-D call read as 2-D gave {shape}, not a unit axis at 2")
-        self.builder.add("reshape", [ref], shape=(*shape[:2], shape[3]))
+        self.builder.add("squeeze", [ref], axes=(2,))
         squeezed = Ref(len(self.builder.nodes) - 1, 0)
         self.squeezed[squeezed] = ref
         return squeezed

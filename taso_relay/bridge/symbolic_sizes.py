@@ -63,10 +63,14 @@ def pin_hint(syms) -> str:
 
 def stand_ins(func, syms) -> dict:
     """A distinct prime per symbol that divides no number `func` writes as a size or attribute; where one
-    can, primes whose sums and other compounds `func` writes (past + new tokens) are no such number either."""
+    can, primes at which every size of the symbols is above 1 (a length halved four times is 1 at 11: a 1 says
+    nothing of the symbol, and reads back as a number) and at which the sums and other compounds `func` writes
+    (past + new tokens) read back (`compound_sizes`: no two share a value, none is a number written)."""
     written = _numbers_written(func)
+    compounds = [e for e in _sizes_in(func) if _is_compound(e)]
+    explicit = [e for e in explicit_sizes(func) if _is_compound(e)]
     values, start = {}, FIRST_STAND_IN
-    for _ in range(8):  # (a few tries; the first is kept where none reads every compound back)
+    for _ in range(12):  # (a few tries; the first is kept where none will do)
         tried, p = {}, start
         for v in syms:
             while not _is_prime(p) or any(n % p == 0 for n in written):
@@ -74,15 +78,17 @@ def stand_ins(func, syms) -> dict:
             tried[v] = p
             p += 1
         values = values or tried
-        if None not in compound_sizes(func, tried).values():
+        table = compound_sizes(func, tried)
+        if min(_at(compounds, tried), default=2) > 1 and all(table.get(n, 0) is not None
+                                                              for n in _at(explicit, tried)):
             return tried
         start = tried[syms[0]] + 1
     return values
 
 
 def _sizes_in(func) -> list:
-    """Every size in `func`'s values' types and shapes (numbers, symbols and expressions of them), and in the
-    sizes it passes as values (a slice's bounds)."""
+    """Every size `func`'s values' types and shapes hold (numbers, symbols and expressions of them), and the
+    sizes it passes as values (a slice's bounds); whole sizes, not the terms inside them."""
     found: list = []
 
     def visit(e):
@@ -91,8 +97,10 @@ def _sizes_in(func) -> list:
             found.extend(ty.shape.values)
         if isinstance(e, relax.ShapeExpr):
             found.extend(e.values)
-        elif isinstance(e, _SIZES):
-            found.append(e)
+        elif isinstance(e, relax.Call):
+            for a in e.args:
+                fields = a.fields if isinstance(a, relax.Tuple) else [a]
+                found.extend(f for f in fields if isinstance(f, _SIZES))
 
     for p in func.params:
         visit(p)
@@ -101,13 +109,26 @@ def _sizes_in(func) -> list:
 
 
 def _numbers_written(func) -> set[int]:
-    """Every static size in `func`'s values' types and shapes, and every number in its calls' attributes."""
-    found = {int(d.value) for d in _sizes_in(func) if isinstance(d, tirx.IntImm)}
+    """Every static size in `func`'s values' types and shapes, the numbers inside its size expressions, and
+    every number in its calls' attributes."""
+    found: set[int] = set()
+
+    def ints(values):
+        found.update(int(d.value) for d in values if isinstance(d, tirx.IntImm))
 
     def visit(e):
-        if isinstance(e, relax.Call) and e.attrs is not None:
+        ty = getattr(e, "ty", None)
+        if isinstance(ty, relax.TensorType) and isinstance(ty.shape, relax.ShapeExpr):
+            ints(ty.shape.values)
+        if isinstance(e, relax.ShapeExpr):
+            ints(e.values)
+        elif isinstance(e, tirx.IntImm):  # a size written as a value (a slice's bounds), or a term of one
+            ints([e])
+        elif isinstance(e, relax.Call) and e.attrs is not None:
             found.update(attribute_ints(e.attrs))
 
+    for p in func.params:
+        visit(p)
     relax.analysis.post_order_visit(func.body, visit)
     return {n for n in found if n > 1}
 
@@ -294,6 +315,8 @@ class _Generalizer(PyExprMutator):
         if op.attrs is not None and self._holds_stand_in(op.attrs):
             raise NotGeneral(f"an attribute of {op.op} holds a stand-in size: {op.attrs}")
         args = [self.arg(a) for a in op.args]
+        if op.op.same_as(_RESHAPE):
+            _same_size(args[0], args[1])
         return relax.Call(op.op, args, op.attrs, [self.type_of(t) for t in op.ty_args], op.span)
 
     def prim(self, e):
@@ -314,6 +337,25 @@ class _Generalizer(PyExprMutator):
     def _holds_stand_in(self, attrs) -> bool:
         return any(any(n % p == 0 for p in self.by_prime) or self.compounds.get(n) is not None
                    for n in attribute_ints(attrs) if n > 1)
+
+
+_RESHAPE = tvm.ir.Op.get("relax.reshape")
+
+
+def _same_size(data, shape) -> None:
+    """NotGeneral unless a reshape's new shape, read back, provably holds as many elements as its data: a size 1
+    at the stand-ins (a length halved four times) says nothing of the symbol, and Relax does not check it."""
+    ty, values = data.ty, getattr(shape, "values", None)
+    if not isinstance(ty, relax.TensorType) or not isinstance(ty.shape, relax.ShapeExpr) or values is None:
+        return
+    product = lambda sizes: reduce(lambda a, b: a * b, sizes, tirx.IntImm("int64", 1))  # noqa: E731
+    before, after = product(ty.shape.values), product(values)
+    analyzer, positive = Analyzer(), [v >= 1 for v in tirx.analysis.undefined_vars(before * after)]
+    with analyzer.constraint_scope(tirx.all(*positive) if positive else tirx.const(True)):
+        same = analyzer.can_prove_equal(before, after)  # (sizes are at least 1: a slice's min/max of n is n - 1)
+    if not same:
+        raise NotGeneral(f"a reshape of {_shown(ty.shape)} to {_shown(shape)}: its sizes, read back in the symbols, "
+                         "need not hold as many elements")
 
 
 def check_sizes(values: dict) -> list[dict]:

@@ -70,15 +70,29 @@ def conv_block(bb, x):
 
 
 def test_the_calls_reading_a_1d_result_read_it_in_2d(run_module, rng):
-    """No reshape is left between a conv1d and the bias, batch norm, activations, split and add after it: only
-    one to read the input in 2-D (shared by the conv and the add) and one before the transpose."""
+    """Nothing is left between a conv1d and the bias, batch norm, activations, split and add after it: only the
+    input read in 2-D (shared by the conv and the add) and a squeeze before the transpose. expand_dims and
+    squeeze, which write no sizes (a symbolic length needs none read back)."""
     graph = agrees_with_tvm(function(conv_block, (2, 4, 9)), run_module, rng)
     counts = graph.op_counts()
     assert "opaque" not in counts and counts["conv2d"] == 2 and counts["batch_norm"] == 2
-    reshapes = [n for n in graph.nodes if n.op == "reshape"]
-    inputs = [graph.nodes[n.inputs[0].node].op for n in reshapes]
-    assert sorted(inputs) == ["add", "input"] + ["weight"] * (len(inputs) - 2)
+    assert counts["squeeze"] == 1 and "reshape" not in counts
+    reader = {n.op: graph.nodes[n.inputs[0].node].op for n in graph.nodes if n.op in ("squeeze", "transpose")}
+    assert reader == {"squeeze": "add", "transpose": "squeeze"}
+    expanded = sorted(graph.nodes[n.inputs[0].node].op for n in graph.nodes if n.op == "expand_dims")
+    assert expanded == ["input"] + ["weight"] * (len(expanded) - 1)
     assert all(len(n.types[0].shape) == 4 for n in graph.nodes if n.op in ("batch_norm", "split", "sigmoid", "mul"))
+
+
+@pytest.mark.parametrize("axis", [1, -2])
+def test_a_batch_norm_over_the_channels_reads_the_2d_value(axis, run_module, rng):
+    """axis -2 of (N, C, L) is the channels, axis 1 of (N, C, 1, L)."""
+    mod = function(lambda bb, x: bb.emit(relax.TupleGetItem(bb.emit(op.nn.batch_norm(
+        bb.emit(op.nn.conv1d(x, const(6, 4, 3))), const(6), const(6, seed=2), const(6, seed=3),
+        const(6, seed=4, positive=True), axis=axis, training=False)), 0)), (2, 4, 9))
+    graph = agrees_with_tvm(mod, run_module, rng)
+    norm = next(n for n in graph.nodes if n.op == "batch_norm")
+    assert len(norm.types[0].shape) == 4 and norm.attr("axis") == 1
 
 
 def test_a_value_of_another_rank_is_read_as_written(run_module, rng):
