@@ -483,8 +483,8 @@ class _Importer:
 
     # ---- 1-D calls read as 2-D (ops_table.LIFTED) -----------------------------------------
     def _on_unit_axis(self, op, attrs, args) -> bool:
-        """Whether an element-wise call, a batch norm over axis 1 or a split reads a rank-3 value that a 1-D
-        call read as 2-D made: it is read on the 2-D value too, so that a conv1d and the batch norm after it
+        """Whether an element-wise call, a batch norm over axis 1, a split or a concat reads a rank-3 value that
+        a 1-D call read as 2-D made: it is read on the 2-D value too, so that a conv1d and the batch norm after it
         are one conv2d and its batch norm to the rules, not two ops with a reshape between them."""
         try:
             values = [self._value(a) for a in args]
@@ -495,6 +495,8 @@ class _Importer:
         ranks = [len(self.builder.type_of(v).shape) for v in values]
         if op in _ELEMENTWISE_UNARY or (op == "batch_norm" and attrs["axis"] % 3 == 1) or op == "split":
             return ranks[0] == 3 and values[0] in self.squeezed
+        if op == "concat":
+            return set(ranks) == {3} and any(v in self.squeezed for v in values)
         return op in _ELEMENTWISE_BINARY and max(ranks) == 3 and any(v in self.squeezed for v in values)
 
     def _lifted(self, call, op, attrs, args):
@@ -506,8 +508,8 @@ class _Importer:
         if one_d:
             op, attrs, lift = attrs["op"], attrs["attrs"], refs
         else:
-            lift = refs if op in _ELEMENTWISE_BINARY else refs[:1]
-            if op == "split":
+            lift = refs if op in _ELEMENTWISE_BINARY or op == "concat" else refs[:1]
+            if op in ("split", "concat"):
                 attrs = {**attrs, "axis": attrs["axis"] % 3 + (attrs["axis"] % 3 == 2)}
             elif op == "batch_norm":
                 attrs = {**attrs, "axis": 1}  # (-2 on rank 3 is 2 on rank 4)

@@ -95,6 +95,17 @@ def test_a_batch_norm_over_the_channels_reads_the_2d_value(axis, run_module, rng
     assert len(norm.types[0].shape) == 4 and norm.attr("axis") == 1
 
 
+@pytest.mark.parametrize("axis", [1, 2, -1, 0])
+def test_a_concat_of_1d_results_reads_the_2d_values(axis, run_module, rng):
+    """Two conv1d results and the input concatenated (the input read in 2-D too), along any axis but the unit one."""
+    def make(bb, x):
+        a, b = (bb.emit(op.nn.conv1d(x, const(4, 4, 3, seed=k), padding=(1, 1))) for k in (1, 2))
+        return op.concat([a, x, b], axis=axis)
+    graph = agrees_with_tvm(function(make, (2, 4, 9)), run_module, rng)
+    concat = next(n for n in graph.nodes if n.op == "concat")
+    assert len(concat.types[0].shape) == 4 and concat.attr("axis") == {1: 1, 2: 3, -1: 3, 0: 0}[axis]
+
+
 def test_a_value_of_another_rank_is_read_as_written(run_module, rng):
     """An add of a conv1d result and a (2, 1, 8, 9) tensor broadcasts to rank 4: not read on the unit axis."""
     mod = function(lambda bb, x, y: op.add(bb.emit(op.nn.conv1d(x, const(8, 4, 3), padding=(1, 1))), y),
