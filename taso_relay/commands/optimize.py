@@ -132,8 +132,9 @@ def _emit_onnx(args, taso, optimized, prepared) -> dict:
         reason = (f"the pass optimized the static part of 'main' alone ({partial}), and the ONNX export "
                   "writes whole functions" if partial else exported.reason)
         info["reason"] = reason
-        warnings.warn(f"could not export the optimized graph ({reason}); wrote the input model "
-                      f"(shapes inferred, constants folded) to {args.emit_onnx} instead")
+        if changed(taso.report):  # (nothing rewritten: the input model is the result, no graph went unwritten)
+            warnings.warn(f"could not export the optimized graph ({reason}); wrote the input model "
+                          f"(shapes inferred, constants folded) to {args.emit_onnx} instead")
     return info
 
 
@@ -180,8 +181,11 @@ def _print(args, target, prepared, taso, result) -> None:
             what = "optimized graph" if result["changed"] else "the graph as imported (no rewrite applied)"
             pinned = " Its inputs have the shapes --input-shape pinned." if result.get("pinned") else ""
             print(f"wrote    ONNX {onnx_info['path']}: {what}, {check}.{pinned}")
-        else:
+        elif result["changed"]:
             print(f"wrote    ONNX {onnx_info['path']}: the input model, not the optimized graph (see the warning)")
+        else:
+            print(f"wrote    ONNX {onnx_info['path']}: the input model (no rewrite applied), shapes inferred and "
+                  "constants folded")
     if "drawing" in result:
         drawing = result["drawing"]
         print(f"wrote    drawing {drawing['path']}" + (f" ({drawing['note']})" if drawing.get("note") else ""))

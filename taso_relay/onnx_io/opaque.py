@@ -66,15 +66,18 @@ def _conv1d(w: Writer, call, xs, ins, outs):
                   dilations=_ints(a.dilation), group=int(a.groups))]
 
 
-def _conv2d_transpose(w: Writer, call, xs, ins, outs):
-    a = call.attrs
-    if (a.data_layout, a.kernel_layout, a.out_layout) != ("NCHW", "IOHW", "NCHW"):
-        raise ExportError(f"conv2d_transpose in layout {a.data_layout}/{a.kernel_layout} "
-                          "(ONNX ConvTranspose is NCHW/IOHW)")
-    _require_input_dtype(call, outs, ins)
-    # Relax pads (top, left, bottom, right): ONNX's order too (begins, then ends)
-    return [w.one("ConvTranspose", _call_args(w, call, xs), strides=_ints(a.strides), pads=_ints(a.padding),
-                  output_padding=_ints(a.output_padding), dilations=_ints(a.dilation), group=int(a.groups))]
+def _conv_transpose(layouts: tuple[str, str]):
+    """conv2d_transpose (NCHW/IOHW) or conv1d_transpose (NCW/IOW) as ONNX ConvTranspose."""
+    def emit(w: Writer, call, xs, ins, outs):
+        a = call.attrs
+        if (a.data_layout, a.kernel_layout, a.out_layout) != (layouts[0], layouts[1], layouts[0]):
+            raise ExportError(f"{call.op.name} in layout {a.data_layout}/{a.kernel_layout} (ONNX ConvTranspose "
+                              f"is {'/'.join(layouts)})")
+        _require_input_dtype(call, outs, ins)
+        # Relax pads (top, left, bottom, right) or (left, right): ONNX's order too (begins, then ends)
+        return [w.one("ConvTranspose", _call_args(w, call, xs), strides=_ints(a.strides), pads=_ints(a.padding),
+                      output_padding=_ints(a.output_padding), dilations=_ints(a.dilation), group=int(a.groups))]
+    return emit
 
 
 def _prelu(w: Writer, call, xs, ins, outs):
@@ -182,7 +185,8 @@ def _single_op(onnx_type: str):
 
 
 # What real exports leave opaque: embedding lookups (take, less, logical_and), RoBERTa's position ids
-# (cumsum, gather_elements), audio nets (conv1d), decoders and U-Nets (conv2d_transpose, resize2d),
+# (cumsum, gather_elements), audio nets (conv1d where not read as conv2d; log_softmax heads, sin of Snake
+# activations, conv1d_transpose of vocoders), decoders and U-Nets (conv2d_transpose, resize2d),
 # PReLU, classifier heads (argmax), ReflectionPad2d and
 # ReplicationPad2d and whole-axis repeats (call_tir of topi's mirror_pad, replicate_pad, tile).
 OPAQUE_EMITTERS = {
@@ -191,7 +195,10 @@ OPAQUE_EMITTERS = {
     "relax.gather_elements": lambda w, call, xs, ins, outs: [
         w.one("GatherElements", _call_args(w, call, xs), axis=int(call.attrs.axis))],
     "relax.nn.conv1d": _conv1d,
-    "relax.nn.conv2d_transpose": _conv2d_transpose,
+    "relax.nn.conv2d_transpose": _conv_transpose(("NCHW", "IOHW")),
+    "relax.nn.conv1d_transpose": _conv_transpose(("NCW", "IOW")),
+    "relax.nn.log_softmax": lambda w, call, xs, ins, outs: [
+        w.one("LogSoftmax", _call_args(w, call, xs), axis=int(call.attrs.axis))],
     "relax.nn.prelu": _prelu,
     "relax.nn.rms_norm": _rms_norm,
     "relax.argmax": _arg_reduce("ArgMax"),
@@ -201,5 +208,7 @@ OPAQUE_EMITTERS = {
     **{f"relax.{name}": _single_op(onnx_type)
        for name, onnx_type in (("less", "Less"), ("greater", "Greater"), ("equal", "Equal"),
                                ("less_equal", "LessOrEqual"), ("greater_equal", "GreaterOrEqual"),
-                               ("logical_and", "And"), ("logical_or", "Or"), ("logical_not", "Not"))},
+                               ("logical_and", "And"), ("logical_or", "Or"), ("logical_not", "Not"),
+                               ("sin", "Sin"), ("cos", "Cos"), ("floor", "Floor"), ("ceil", "Ceil"),
+                               ("sign", "Sign"))},
 }

@@ -49,14 +49,22 @@ def dynamic_batch() -> onnx.ModelProto:
     return model
 
 
-def einsum() -> onnx.ModelProto:
+def einsum(head: bool = False) -> onnx.ModelProto:
     """An Einsum, which TVM imports as call_tir of topi's einsum; summing i in x alone, it is no matmul: opaque,
-    and with no ONNX form here."""
+    and with no ONNX form here. With `head`, a second output: x flattened, a Linear and a BatchNorm1d (a fold)."""
     nodes = [helper.make_node("Einsum", ["x", "w"], ["e"], equation="bij,jk->bk"),
              helper.make_node("Relu", ["e"], ["y"])]
+    inits = [_init("w", np.linspace(-1, 1, 20, dtype=np.float32).reshape(4, 5))]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])]
+    if head:
+        nodes += [helper.make_node("Flatten", ["x"], ["f"]), helper.make_node("Gemm", ["f", "g", "gb"], ["h"]),
+                  helper.make_node("BatchNormalization", ["h", "s", "b", "m", "v"], ["z"])]
+        inits += [_init("g", np.linspace(-1, 1, 96, dtype=np.float32).reshape(12, 8))]
+        inits += [_init(name, np.linspace(k / 4 + 0.5, k / 4 + 1, 8, dtype=np.float32))
+                  for k, name in enumerate(("gb", "s", "b", "m", "v"))]
+        outputs.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 8]))
     graph = helper.make_graph(nodes, "einsum", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])],
-                              [_init("w", np.linspace(-1, 1, 20, dtype=np.float32).reshape(4, 5))])
+                              outputs, inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 

@@ -20,6 +20,7 @@ def model_dir(tmp_path_factory) -> Path:
     models.save(models.dynamic_batch(), d / "dynamic_batch.onnx")
     models.save(models.dynamic_pad(), d / "dynamic_pad.onnx")
     models.save(models.einsum(), d / "einsum.onnx")
+    models.save(models.einsum(head=True), d / "einsum_head.onnx")
     return d
 
 
