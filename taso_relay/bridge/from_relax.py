@@ -221,6 +221,9 @@ class _Importer:
     # ---- driver ---------------------------------------------------------------
     def run(self) -> Imported:
         func, body = self.func, self.func.body
+        for binding in (b for block in getattr(body, "blocks", ()) for b in block.bindings):
+            if isinstance(binding, relax.MatchCast):  # (pinning sizes would not help: said before them)
+                raise Unsupported(_binding_refused(binding))
         params = self._params()
         if not isinstance(body, relax.SeqExpr):
             raise Unsupported("body is not a sequence of binding blocks")
@@ -262,7 +265,10 @@ class _Importer:
         for p in self.func.params:
             if not isinstance(p.ty, relax.TensorType):
                 raise Unsupported(f"parameter '{p.name}' is not a tensor ({p.ty})")
-            shape, dtype = tensor_spec(p.ty)
+            try:
+                shape, dtype = tensor_spec(p.ty)
+            except Unsupported as exc:
+                raise _all_symbols_named(exc, self.func) from None
             name = self._unique(p.name or "input")
             self.env[p] = self.builder.input(name, shape, dtype)
             names.append(name)
@@ -630,6 +636,20 @@ class _Importer:
         if isinstance(expr, relax.Tuple):
             return tuple(self._result(f, export_of) for f in expr.fields)
         return self._structure(self._value(expr))
+
+
+def _all_symbols_named(exc: Unsupported, func) -> Unsupported:
+    """A parameter's symbolic dimension refused, the pinning hint naming every symbol the parameters define
+    (not one per try: a batch, then a sequence)."""
+    syms = list(relax.analysis.defined_symbolic_vars(func))
+    message = str(exc)
+    if len(syms) < 2 or "BindSymbolicVars(" not in message:
+        return exc
+    every = syms[0]
+    for v in syms[1:]:
+        every = every * v
+    head, _, tail = message.partition("BindSymbolicVars(")
+    return Unsupported(f"{head}BindSymbolicVars({ops_table.pin_example(every)}{tail[tail.index(')'):]}")
 
 
 _ELEMENTWISE_UNARY = frozenset(ops_table.UNARY_RELAX) | {"clip", "leaky_relu"}

@@ -38,6 +38,21 @@ class Symbolic:
         return y
 
 
+def two_symbols(match_cast: bool):
+    """relu of x (batch, time, 4), its result matched to its own type where `match_cast`."""
+    batch, time = tvm.tirx.Var("batch", "int64"), tvm.tirx.Var("time", "int64")
+    x = relax.Var("x", relax.TensorType((batch, time, 4), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.nn.relu(x))
+            if match_cast:
+                y = bb.match_cast(y, relax.TensorType((batch, time, 4), "float32"))
+            out = bb.emit_output(y)
+        bb.emit_func_output(out)
+    return bb.get()
+
+
 @tvm.script.ir_module
 class NotDataflow:
     @R.function
@@ -110,7 +125,11 @@ def test_outputs_tuples_and_params_round_trip_exactly(run_module, rng):
     (NotDataflow, "bindings outside a dataflow block"),
     (WithMatchCast, "'y' gets its shape from a match_cast \\(of a value\\)"),
     (ShapeParam, "parameter 's' is not a tensor"),
-], ids=["symbolic", "not_dataflow", "match_cast", "shape_param"])
+    # every symbol in the pinning hint at once, not one per try
+    (two_symbols(False), "symbolic dimension 'batch' .*BindSymbolicVars\\(\\{'batch': 1, 'time': 1\\}\\)"),
+    # a match_cast stands after pinning too: said first
+    (two_symbols(True), "'lv1' gets its shape from a match_cast"),
+], ids=["symbolic", "not_dataflow", "match_cast", "shape_param", "two_symbols", "match_cast_before_symbols"])
 def test_unsupported_function_warns_and_is_left_alone(mod, reason):
     with pytest.warns(UserWarning, match=f"leaving function 'main' unchanged: .*{reason}"):
         assert graph_from_function(mod["main"]) is None
