@@ -125,9 +125,9 @@ class FunctionReport:
             line += (f"\n  read as 2-D over a unit axis: {self.one_d} (the rules over conv2d hold for them; a "
                      "rewritten function calls the 2-D operators on (N, C, 1, L))")
         if self.search is not None:
+            if self.below_min_gain:  # (said first: the rewrites listed next are what the search found, not applied)
+                line += "\n  no rewrite applied: the search's predicted gain is under min_gain; it found:"
             line += "\n  " + self.search.to_text().replace("\n", "\n  ")
-            if self.below_min_gain:
-                line += "\n  no rewrite applied: the search's predicted gain is under min_gain"
         if self.check:
             line += f"\n  numeric check: {self.check}"
         for check in self.speed_tried or ([self.speed] if self.speed is not None else []):
