@@ -356,3 +356,17 @@ def test_stand_ins_are_picked_so_that_no_size_of_the_symbol_is_1():
     values = symbolic_sizes.stand_ins(func, symbolic_sizes.symbols(func))
     assert list(values.values()) == [17]
     assert symbolic_sizes.bound_at(func, values)[1] is None
+
+
+def test_a_reshape_read_back_must_keep_its_element_count():
+    """(1, 8, l) reshaped to (1, 8, 1), a length 1 at the stand-ins written back as 1, is refused; to (8, l), or a
+    last-step slice's length (min(INT64_MAX, l) - min(max(l - 1, 0), l), which is 1) to nothing, is not."""
+    length, batch = tirx.Var("l", "int64"), tirx.Var("b", "int64")
+    data = relax.Var("y", relax.TensorType((1, 8, length), "float32"))
+    with pytest.raises(symbolic_sizes.NotGeneral, match="need not hold as many elements"):
+        symbolic_sizes._same_size(data, relax.ShapeExpr([1, 8, 1]))
+    symbolic_sizes._same_size(data, relax.ShapeExpr([8, length]))
+    i64 = lambda n: tirx.IntImm("int64", n)  # noqa: E731
+    last = tirx.min(i64(2 ** 63 - 1), length) - tirx.min(tirx.max(length - 1, i64(0)), length)
+    symbolic_sizes._same_size(relax.Var("z", relax.TensorType((batch, 32, last), "float32")),
+                              relax.ShapeExpr([batch, 32]))

@@ -264,6 +264,8 @@ def generalize(optimized, original, values: dict):
     except NotGeneral:
         raise
     except Exception as exc:  # noqa: BLE001 - Relax's shape inference refuses a size read back as a symbol
+        if rewriter.refused is not None:  # (raised in a visit, which TVM's mutator wraps in its own error)
+            raise rewriter.refused from None
         raise NotGeneral(f"does not type-check ({str(exc).splitlines()[0][:160]})") from None
 
 
@@ -289,6 +291,7 @@ class _Generalizer(PyExprMutator):
         super().__init__()
         self.by_prime = {int(k): v for v, k in values.items()}
         self.compounds = compounds  # compound_sizes: value at the stand-ins -> the original's expression
+        self.refused: NotGeneral | None = None  # why a visit refused (TVM's mutator re-raises it as its own)
 
     def size(self, value):
         """An int size as the original's compound size of that value (s10 + s27), or as the product of its
@@ -312,11 +315,15 @@ class _Generalizer(PyExprMutator):
         return relax.ShapeExpr([self.prim(d) for d in op.values])
 
     def visit_call_(self, op):
-        if op.attrs is not None and self._holds_stand_in(op.attrs):
-            raise NotGeneral(f"an attribute of {op.op} holds a stand-in size: {op.attrs}")
-        args = [self.arg(a) for a in op.args]
-        if op.op.same_as(_RESHAPE):
-            _same_size(args[0], args[1])
+        try:
+            if op.attrs is not None and self._holds_stand_in(op.attrs):
+                raise NotGeneral(f"an attribute of {op.op} holds a stand-in size: {op.attrs}")
+            args = [self.arg(a) for a in op.args]
+            if op.op.same_as(_RESHAPE):
+                _same_size(args[0], args[1])
+        except NotGeneral as exc:
+            self.refused = exc
+            raise
         return relax.Call(op.op, args, op.attrs, [self.type_of(t) for t in op.ty_args], op.span)
 
     def prim(self, e):
@@ -350,9 +357,12 @@ def _same_size(data, shape) -> None:
         return
     product = lambda sizes: reduce(lambda a, b: a * b, sizes, tirx.IntImm("int64", 1))  # noqa: E731
     before, after = product(ty.shape.values), product(values)
-    analyzer, positive = Analyzer(), [v >= 1 for v in tirx.analysis.undefined_vars(before * after)]
-    with analyzer.constraint_scope(tirx.all(*positive) if positive else tirx.const(True)):
-        same = analyzer.can_prove_equal(before, after)  # (sizes are at least 1: a slice's min/max of n is n - 1)
+    # sizes are at least 1 and far below int64's end: a slice's min/max of n is n - 1, its end at INT64_MAX is n
+    bounds = [c for v in tirx.analysis.undefined_vars(before * after)
+              for c in (v >= 1, v < tirx.IntImm("int64", 2 ** 40))]
+    analyzer = Analyzer()
+    with analyzer.constraint_scope(tirx.all(*bounds) if bounds else tirx.const(True)):
+        same = analyzer.can_prove_equal(before, after)
     if not same:
         raise NotGeneral(f"a reshape of {_shown(ty.shape)} to {_shown(shape)}: its sizes, read back in the symbols, "
                          "need not hold as many elements")
