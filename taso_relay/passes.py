@@ -122,8 +122,9 @@ class FunctionReport:
             what = "its weight-only calls" if "weight-only" in self.folded else "its shape values (R.shape_of)"
             line += f"\n  read with {what} folded to constants by {self.folded.split(':')[0]}"
         if self.one_d:
-            line += (f"\n  read as 2-D over a unit axis: {self.one_d} (the rules over conv2d hold for them; a "
-                     "rewritten function calls the 2-D operators on (N, C, 1, L))")
+            line += (f"\n  read as 2-D over a unit axis: {self.one_d} (the rules over conv2d hold for them; the ops "
+                     "counted are that reading's, with expand_dims and squeeze at its edges; a rewritten function "
+                     "calls the 2-D operators on (N, C, 1, L))")
         if self.search is not None:
             if self.below_min_gain:  # (said first: the rewrites listed next are what the search found, not applied)
                 line += "\n  no rewrite applied: the search's predicted gain is under min_gain; it found:"
