@@ -13,7 +13,7 @@ from tvm_ffi import structural_equal
 from . import einsum
 from .ops_table import PROGRAM, Reading, Unsupported, dtype_of, static_shape
 
-NOT_TOPI = "a call_tir that is not one of topi's maximum, minimum, einsum, tile or pad"
+NOT_TOPI = "a call_tir that is not one of topi's maximum, minimum, einsum, tile, pad or resize1d"
 
 
 def import_call_tir(call, mod) -> Reading:
@@ -29,7 +29,8 @@ def import_call_tir(call, mod) -> Reading:
     if len(args) == 2:
         reading = _as_binary(call, prim, args) or _as_einsum(call, prim, args)
     elif len(args) == 1:
-        reading = _as_broadcast(call, prim, args[0]) or _as_pad(call, prim, args[0])
+        reading = _as_broadcast(call, prim, args[0]) or _as_pad(call, prim, args[0]) or \
+            _as_resize1d(call, prim, args[0])
     if reading is None:
         raise Unsupported(NOT_TOPI)
     return reading
@@ -133,6 +134,36 @@ def _as_broadcast(call, prim, arg) -> Reading | None:
     if not structural_equal(prim, reference):
         return None
     return "broadcast_to", {"shape": out}, [arg]
+
+
+def _as_resize1d(call, prim, arg) -> Reading | None:
+    """topi.image.resize1d, as TVM's ONNX importer writes a Resize of (N, C, L) (a 1-D U-Net's upsampling):
+    read as resize2d over a unit axis (ops_table.LIFTED: H stays 1, exactly), for the methods and coordinate
+    modes graph/ops/resize.py computes but align_corners (which divides by zero on a unit axis); which one is
+    read by comparing the PrimFunc with topi's for each, where the PrimFunc is named so."""
+    from tvm import topi
+
+    from ..graph.ops.resize import COORDINATES, METHODS, ROUNDINGS
+    from .ops_table import FLOAT_DTYPES, LIFTED
+
+    shape, out = static_shape(arg.ty), static_shape(call.ty)
+    if (not getattr(call.args[0], "name_hint", "").startswith("resize1d") or len(shape) != 3
+            or out[:2] != shape[:2] or dtype_of(arg.ty) not in FLOAT_DTYPES):
+        return None
+    for method, coordinates in itertools.product(METHODS, COORDINATES):
+        for rounding in ROUNDINGS if method == "nearest_neighbor" else ("",):
+            if coordinates == "align_corners":
+                continue
+            try:
+                reference = _emitted(topi.image.resize1d, [arg.ty], [0.0, 0.0], [out[2]], "NCW", method,
+                                     coordinates, rounding, -0.75, 0, 0.0)
+            except Exception:  # noqa: BLE001 - a combination topi refuses: not this one
+                continue
+            if structural_equal(prim, reference):
+                attrs = {"size": (1, out[2]), "layout": "NCHW", "method": method, "coordinates": coordinates,
+                         "rounding": rounding}
+                return LIFTED, {"op": "resize2d", "attrs": attrs, "name": "resize1d"}, [arg]
+    return None
 
 
 PAD_CANDIDATES = 256  # splits of the added size into before/after tried, at most (a pad adds a few rows)

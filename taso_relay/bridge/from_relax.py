@@ -510,7 +510,7 @@ class _Importer:
         refs = [self._value(a) for a in args]
         if not all(isinstance(r, Ref) for r in refs):
             raise Unsupported(f"{op} takes a tuple argument")
-        one_d = op == ops_table.LIFTED
+        one_d = attrs.get("name") or call.op.name.removeprefix("relax.nn.") if op == ops_table.LIFTED else ""
         if one_d:
             op, attrs, lift = attrs["op"], attrs["attrs"], refs
         else:
@@ -533,8 +533,7 @@ class _Importer:
             self._forget(first)
             raise
         if one_d:
-            name = call.op.name.removeprefix("relax.nn.")
-            self.one_d[name] = self.one_d.get(name, 0) + 1
+            self.one_d[one_d] = self.one_d.get(one_d, 0) + 1
         if isinstance(call.ty, relax.TupleType):
             return TupleVal(tuple(items) + (None,) * (len(call.ty.fields) - len(items)))
         return items[0]

@@ -113,3 +113,37 @@ def test_a_value_of_another_rank_is_read_as_written(run_module, rng):
     graph = agrees_with_tvm(mod, run_module, rng)
     add = next(n for n in graph.nodes if n.op == "add")
     assert [len(graph.nodes[r.node].types[r.index].shape) for r in add.inputs] == [3, 4]
+
+
+@pytest.mark.parametrize("mode, coordinates, nearest", [
+    ("linear", "half_pixel", "round_prefer_floor"), ("linear", "pytorch_half_pixel", "round_prefer_floor"),
+    ("nearest", "asymmetric", "floor"), ("nearest", "half_pixel", "round_prefer_ceil"),
+    ("linear", "align_corners", "round_prefer_floor"),
+], ids=["linear", "linear-pytorch", "nearest-floor", "nearest-ceil", "align-corners-opaque"])
+def test_an_onnx_resize_of_a_1d_tensor_reads_as_resize2d_over_a_unit_axis(mode, coordinates, nearest, run_module):
+    """TVM's ONNX importer writes it as call_tir of topi's resize1d: read as resize2d on (N, C, 1, L) where topi's
+    PrimFunc for one method and coordinate mode is the one called; align_corners (which divides by zero on a
+    unit axis) stays opaque. The graph, the function rebuilt from it and TVM running the original agree."""
+    from onnx import TensorProto, helper, numpy_helper
+    from tvm.relax.frontend.onnx import from_onnx
+
+    from taso_relay.bridge import function_from_graph
+    from taso_relay.bridge.execute import module_with
+    from taso_relay.graph import evaluate
+
+    node = helper.make_node("Resize", ["x", "", "scales"], ["y"], mode=mode, nearest_mode=nearest,
+                            coordinate_transformation_mode=coordinates)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 10])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 20])],
+                              [numpy_helper.from_array(np.array([1, 1, 2], np.float32), "scales")])
+    mod = from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    imported = graph_from_function(mod["main"], "main", mod)
+    x = np.random.default_rng(3).standard_normal((1, 4, 10)).astype("float32")
+    want = run_module(mod, [x])[0]
+    rebuilt = module_with(mod, "main", function_from_graph(imported.graph, "main", imported.signature))
+    np.testing.assert_allclose(run_module(rebuilt, [x])[0], want, rtol=1e-6, atol=1e-6)
+    if coordinates == "align_corners":
+        assert imported.graph.op_counts()["opaque"] == 1 and imported.one_d == ""
+        return
+    assert "opaque" not in imported.graph.op_counts() and imported.one_d == "resize1d"
+    np.testing.assert_allclose(evaluate(imported.graph, {"x": x})[0], want, rtol=1e-6, atol=1e-6)
