@@ -4,9 +4,10 @@ Parameters become `input` nodes, constants `weight` nodes (value in
 Graph.values, the very relax constant in Graph.payloads under the weight's
 name), modelled calls graph operators and everything else `opaque` nodes
 that keep the original call. A 1-D conv or pool is read as its 2-D operator
-over a unit axis (ops_table.LIFTED), and what reads its result on that too. A function the graph form cannot hold exactly
-(symbolic shapes, non-tensor parameters, bindings outside dataflow blocks,
-match_cast, shape values...) is refused with `Unsupported`; the public
+over a unit axis (ops_table.LIFTED), and what reads its result on that too.
+A function the graph form cannot hold exactly (symbolic shapes, non-tensor
+parameters, bindings outside dataflow blocks, match_cast, shape values...)
+is refused with `Unsupported`; the public
 `graph_from_function` turns that into a one-line warning and None, so the
 caller leaves the function unchanged.
 """
@@ -215,7 +216,7 @@ class _Importer:
         self.owner: dict[Any, str] = {}  # tuple-typed var -> payload key of the call that made it
         self.uses: dict[Any, list] = {}
         self.squeezed: dict[Ref, Ref] = {}  # a 1-D call's rank-3 result -> the 2-D value it was read from
-        self.unsqueezed: dict[Ref, Ref] = {}  # a rank-3 value -> its reshape with a unit axis at 2
+        self.unsqueezed: dict[Ref, Ref] = {}  # a rank-3 value -> its expand_dims with a unit axis at 2
         self.one_d: dict[str, int] = {}  # the 1-D calls read so, by name
 
     # ---- driver ---------------------------------------------------------------
@@ -252,7 +253,7 @@ class _Importer:
             self.builder.payloads[key] = CallRecord(call, tuple(leaf_arity), tuple(tgi))
         outputs = sorted(self.outputs, key=self.outputs.get)
         graph = self.builder.build(outputs)
-        if self.squeezed:  # (a 2-D value read on by the next call leaves its rank-3 reshape unused)
+        if self.squeezed:  # (a 2-D value read on by the next call leaves its squeeze to rank 3 unused)
             graph = compact(graph.nodes, graph.outputs, graph.values, graph.payloads)
         attrs = dict(func.attrs) if func.attrs is not None else {}
         signature = Signature(self.name, tuple(func.params), tuple(params), tuple(exports), result, attrs,
@@ -510,7 +511,7 @@ class _Importer:
         refs = [self._value(a) for a in args]
         if not all(isinstance(r, Ref) for r in refs):
             raise Unsupported(f"{op} takes a tuple argument")
-        one_d = attrs.get("name") or call.op.name.removeprefix("relax.nn.") if op == ops_table.LIFTED else ""
+        one_d = (attrs.get("name") or call.op.name.removeprefix("relax.nn.")) if op == ops_table.LIFTED else ""
         if one_d:
             op, attrs, lift = attrs["op"], attrs["attrs"], refs
         else:

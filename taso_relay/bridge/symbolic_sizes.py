@@ -78,7 +78,7 @@ def stand_ins(func, syms) -> dict:
             tried[v] = p
             p += 1
         values = values or tried
-        table = compound_sizes(func, tried)
+        table = compound_sizes(func, tried, written, compounds)
         if min(_at(compounds, tried), default=2) > 1 and all(table.get(n, 0) is not None
                                                               for n in _at(explicit, tried)):
             return tried
@@ -147,13 +147,14 @@ def _at(sizes, values: dict) -> list[int]:
     return [int(v.value) for v in found if isinstance(v, tirx.IntImm)]
 
 
-def compound_sizes(func, values: dict) -> dict:
+def compound_sizes(func, values: dict, written: set | None = None, compounds: list | None = None) -> dict:
     """The sizes `func` writes as expressions of its symbols that the stand-ins' factors do not spell (s10 + s27
     at 5 and 7 is 12, not a multiple of either; (n - 1) * 2), by their value at the stand-ins `values`; None
-    for a value two that differ share, or one `func` also writes as a number (it could be either)."""
-    written, by_prime = _numbers_written(func), {int(k): v for v, k in values.items()}
-    analyzer, found = Analyzer(), {}
-    compounds = [e for e in _sizes_in(func) if _is_compound(e)]
+    for a value two that differ share, or one `func` also writes as a number (it could be either). `written`
+    and `compounds`: its numbers and compound sizes, where the caller has them (stand_ins, per try)."""
+    written = _numbers_written(func) if written is None else written
+    compounds = [e for e in _sizes_in(func) if _is_compound(e)] if compounds is None else compounds
+    by_prime, analyzer, found = {int(k): v for v, k in values.items()}, Analyzer(), {}
     for e, n in zip(compounds, _at(compounds, values)):
         if n <= 1 or analyzer.can_prove_equal(_spelled(n, by_prime), e):
             continue  # (n * 512 at n = 7 is 3584, which 7's factor spells)
