@@ -125,3 +125,29 @@ def test_a_dynamic_length_is_stood_in_for_where_every_length_is_above_1(run_modu
     for n in (100, 1000):
         x = np.random.default_rng(n).uniform(-1, 1, (1, 4, n)).astype("float32")
         np.testing.assert_allclose(run_module(out, [x])[0], run_module(mod, [x])[0], rtol=1e-4, atol=1e-4)
+
+
+def test_a_causal_convs_left_pad_folds_into_it(run_module, rng):
+    """A TCN's causal convs: F.pad(x, (k - 1) * d on the left), then a conv1d without padding; the pad is read on
+    the unit axis too (its one use is the conv, or it reads a 1-D result), so h-pad-conv folds each into its
+    conv's padding, the first layer's as well."""
+    from tvm import relax
+
+    gen = np.random.default_rng(5)
+    c = lambda *shape: relax.const(gen.standard_normal(shape).astype("float32"))  # noqa: E731
+    x = relax.Var("x", relax.TensorType((1, 4, 20), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.nn.pad(x, [0, 0, 0, 0, 2, 0]))
+            y = bb.emit(relax.op.nn.relu(bb.emit(relax.op.nn.conv1d(y, c(8, 4, 3)))))
+            y = bb.emit(relax.op.nn.pad(y, [0, 0, 0, 0, 4, 0]))
+            out = bb.emit_output(relax.op.nn.conv1d(y, c(8, 8, 3), dilation=2))
+        bb.emit_func_output(out)
+    mod = bb.get()
+    taso = TASOPass(verify_speed=False, min_gain=0.0)
+    out = taso(mod)
+    report = taso.report["main"]
+    assert report.status == "optimized" and report.ops_after.get("pad", 0) == 0
+    assert [a.rule_id for a in report.search.applied].count("h-pad-conv") == 2
+    computes_the_same(mod, out, run_module, rng)

@@ -35,6 +35,7 @@ SUM = tvm.ir.Op.get("relax.sum")
 MATMUL = tvm.ir.Op.get("relax.matmul")
 BROADCAST_TO = tvm.ir.Op.get("relax.broadcast_to")
 RESHAPE = tvm.ir.Op.get("relax.reshape")
+CONV1D = tvm.ir.Op.get("relax.nn.conv1d")
 
 
 def _binding_refused(binding) -> str:
@@ -450,7 +451,7 @@ class _Importer:
             raise Unsupported("batch_norm whose running statistics are used")
         if op == ops_table.LIFTED:
             return self._lifted(call, op, attrs, args)
-        if self._on_unit_axis(op, attrs, args):
+        if self._on_unit_axis(var, op, attrs, args):
             try:
                 return self._lifted(call, op, attrs, args)
             except (Unsupported, GraphError):
@@ -489,10 +490,11 @@ class _Importer:
         return Ref(index, 0)
 
     # ---- 1-D calls read as 2-D (ops_table.LIFTED) -----------------------------------------
-    def _on_unit_axis(self, op, attrs, args) -> bool:
-        """Whether an element-wise call, a batch norm over axis 1, a split or a concat reads a rank-3 value that
-        a 1-D call read as 2-D made: it is read on the 2-D value too, so that a conv1d and the batch norm after it
-        are one conv2d and its batch norm to the rules, not two ops with a reshape between them."""
+    def _on_unit_axis(self, var, op, attrs, args) -> bool:
+        """Whether an element-wise call, a batch norm over axis 1, a split, a concat or a pad reads a rank-3 value
+        that a 1-D call read as 2-D made: it is read on the 2-D value too, so that a conv1d and the batch norm
+        after it are one conv2d and its batch norm to the rules, not two ops with a squeeze between them. A pad
+        whose one use is a conv1d is read so too (a causal conv's left pad, which then folds into the conv)."""
         try:
             values = [self._value(a) for a in args]
         except Unsupported:
@@ -504,6 +506,9 @@ class _Importer:
             return ranks[0] == 3 and values[0] in self.squeezed
         if op == "concat":
             return set(ranks) == {3} and any(v in self.squeezed for v in values)
+        if op == "pad":
+            conv = self._one_use(var, CONV1D)
+            return ranks[0] == 3 and (values[0] in self.squeezed or conv is not None and conv.args[0].same_as(var))
         return op in _ELEMENTWISE_BINARY and max(ranks) == 3 and any(v in self.squeezed for v in values)
 
     def _lifted(self, call, op, attrs, args):
@@ -520,6 +525,9 @@ class _Importer:
                 attrs = {**attrs, "axis": attrs["axis"] % 3 + (attrs["axis"] % 3 == 2)}
             elif op == "batch_norm":
                 attrs = {**attrs, "axis": 1}  # (-2 on rank 3 is 2 on rank 4)
+            elif op == "pad":
+                widths = tuple(attrs["pad_width"])
+                attrs = {**attrs, "pad_width": widths[:4] + (0, 0) + widths[4:]}
         first = len(self.builder.nodes)
         try:
             inputs = [self._with_unit_axis(r) if r in lift else r for r in refs]
