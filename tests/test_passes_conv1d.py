@@ -51,10 +51,20 @@ def saved(tmp_path, model) -> Path:
     return path
 
 
+def unet1d_up(m: Model):
+    """A 1-D U-Net's decoder step: Conv1d + BN + ReLU, an upsampling Resize (linear, x2; TVM's importer writes it
+    as call_tir of topi's resize1d), Conv1d + BN."""
+    y = m.op("Relu", [m.bn(m.op("Conv", ["x", m.weight((8, 4, 3))], pads=[1, 1], kernel_shape=[3]), 8)])
+    y = m.op("Resize", [y, "", m.const([1.0, 1.0, 2.0], np.float32)], mode="linear")
+    y = m.bn(m.op("Conv", [y, m.weight((8, 8, 3))], pads=[1, 1], kernel_shape=[3]), 8)
+    return m.build([("x", F32, [1, 4, 16])], [(y, F32, [1, 8, 32])])
+
+
 @pytest.mark.parametrize("build, rules, one_d", [
     (resnet1d_block, ["h-bn-conv", "h-bn-conv", "h-bn-conv-bias"], "conv1d x3, max_pool1d"),
     (conformer_conv, ["h-bn-conv-bias"], "conv1d x3"),
-], ids=["resnet1d-block", "conformer-conv-module"])
+    (unet1d_up, ["h-bn-conv", "h-bn-conv"], "conv1d x2, resize1d"),
+], ids=["resnet1d-block", "conformer-conv-module", "unet1d-up"])
 def test_a_batch_norm_after_a_conv1d_folds_into_it(build, rules, one_d, tmp_path, run_module, rng):
     from taso_relay.onnx_io import prepare
     from taso_relay.onnx_io.export import export_module, run_onnxruntime
