@@ -37,6 +37,16 @@ def batch_norm_calls(mod) -> int:
     return len(found)
 
 
+def optimized_with_every_rewrite(mod):
+    """TASOPass with every rewrite kept (a small model: the speed check is the benchmarks'): (the result, its
+    report), asserting the function was optimized and calls no batch norm any more."""
+    taso = TASOPass(verify_speed=False, min_gain=0.0)
+    out = taso(mod)
+    report = taso.report["main"]
+    assert report.status == "optimized" and batch_norm_calls(out) == 0
+    return out, report
+
+
 def computes_the_same(before, after, run_module, rng) -> list:
     """Both modules run on the same random inputs and agree on a first output that is not trivially zero; the
     inputs."""

@@ -18,7 +18,7 @@ from taso_relay.passes import TASOPass
 
 sys.path.insert(0, str(Path(__file__).parent / "bridge"))
 from bridge_onnx_models import F32, Model, import_onnx, static_backbone  # noqa: E402
-from test_passes_norm import batch_norm_calls  # noqa: E402
+from test_passes_norm import batch_norm_calls, optimized_with_every_rewrite  # noqa: E402
 
 
 def dynamic_batch_cnn():
@@ -118,31 +118,29 @@ def test_a_size_binding_folds_is_read_back_as_the_expression_it_was(rng):
     """Bound at the stand-in, the reshape's ((n - 1) * 2, 16) is a number no stand-in's factors spell: it is read
     back as the size the original writes of that value, and the result agrees at other sizes."""
     mod = tvm.IRModule({"main": sliced_linear_norm(reshaped=True)["main"]})
-    taso = TASOPass(verify_speed=False, min_gain=0.0)
-    out = taso(mod)
-    assert taso.report["main"].status == "optimized" and batch_norm_calls(out) == 0
+    out, _ = optimized_with_every_rewrite(mod)
     n = out["main"].params[0].ty.shape.values[0]
     rows = out["main"].ret_ty.shape.values[0]
     assert tvm.sym.analyzer.Analyzer().can_prove_equal(rows, (n - 1) * 2)
     agree_at(mod, out, "n", (2, 3, 6), rng)
 
 
-def kv_cache_linear_norm():
-    """A decoder step's shapes: new tokens x (1, T, 16), a cache (1, P, 16); the keys are the cache and the new
-    tokens' projection concatenated, flattened to (P + T, 16) (a size written as a sum of symbols, as torch.export
-    writes a KV cache's); and the new tokens' Linear + BatchNorm1d over the features, to fold."""
+def kv_cache_linear_norm(features: int = 16):
+    """A decoder step's shapes: new tokens x (1, T, features), a cache (1, P, features); the keys are the cache
+    and the new tokens' projection concatenated, flattened to (P + T, features) (a size written as a sum of
+    symbols, as torch.export writes a KV cache's); and the new tokens' Linear + BatchNorm1d, to fold."""
     rng = np.random.default_rng(6)
     c = lambda *shape: relax.const(rng.standard_normal(shape).astype("float32"))  # noqa: E731
     t, p = tirx.Var("T", "int64"), tirx.Var("P", "int64")
-    x = relax.Var("x", relax.TensorType((1, t, 16), "float32"))
-    past = relax.Var("past", relax.TensorType((1, p, 16), "float32"))
+    x = relax.Var("x", relax.TensorType((1, t, features), "float32"))
+    past = relax.Var("past", relax.TensorType((1, p, features), "float32"))
     bb = relax.BlockBuilder()
     with bb.function("main", [x, past]):
         with bb.dataflow():
-            keys = bb.emit(relax.op.concat([past, bb.emit(relax.op.matmul(x, c(16, 16)))], axis=1))
-            keys = bb.emit(relax.op.reshape(keys, relax.ShapeExpr([p + t, 16])))
+            keys = bb.emit(relax.op.concat([past, bb.emit(relax.op.matmul(x, c(features, features)))], axis=1))
+            keys = bb.emit(relax.op.reshape(keys, relax.ShapeExpr([p + t, features])))
             var = relax.const((np.abs(rng.standard_normal(32)) + 0.5).astype("float32"))
-            y = bb.emit(relax.op.nn.batch_norm(bb.emit(relax.op.matmul(x, c(16, 32))), c(32), c(32), c(32), var,
+            y = bb.emit(relax.op.nn.batch_norm(bb.emit(relax.op.matmul(x, c(features, 32))), c(32), c(32), c(32), var,
                                                axis=2, training=False))
             out = bb.emit_output(relax.Tuple([bb.emit(relax.TupleGetItem(y, 0)), keys]))
         bb.emit_func_output(out)
@@ -314,10 +312,7 @@ def test_dynamic_height_and_width_under_unpadded_convs_are_checked_above_the_sta
             out = bb.emit_output(relax.op.nn.conv2d(bb.emit(relax.op.nn.relu(y)), c(8, 8, 3, 3)))
         bb.emit_func_output(out)
     mod = bb.get()
-    taso = TASOPass(verify_speed=False, min_gain=0.0)
-    out = taso(mod)
-    report = taso.report["main"]
-    assert report.status == "optimized" and batch_norm_calls(out) == 0
+    out, report = optimized_with_every_rewrite(mod)
     values = symbolic_sizes.stand_ins(mod["main"], symbolic_sizes.symbols(mod["main"]))
     above = {v: p + 1 + i for i, (v, p) in enumerate(values.items())}
     assert report.sized.endswith(f"at {symbolic_sizes.shown_sizes(above)} too"), report.sized
@@ -331,16 +326,8 @@ def test_dynamic_height_and_width_under_unpadded_convs_are_checked_above_the_sta
 def test_stand_ins_are_picked_so_that_a_sum_of_symbols_is_no_number_written():
     """P + T at 5 and 7 is 12, which the function also writes (its 12 features): that pair would leave 12
     ambiguous, so the next primes are taken."""
-    t, p = tirx.Var("T", "int64"), tirx.Var("P", "int64")
-    x = relax.Var("x", relax.TensorType((1, t, 12), "float32"))
-    past = relax.Var("past", relax.TensorType((1, p, 12), "float32"))
-    bb = relax.BlockBuilder()
-    with bb.function("main", [x, past]):
-        with bb.dataflow():
-            keys = bb.emit(relax.op.concat([past, x], axis=1))
-            out = bb.emit_output(relax.op.reshape(keys, relax.ShapeExpr([p + t, 12])))
-        bb.emit_func_output(out)
-    func = bb.get()["main"]
+    func = kv_cache_linear_norm(features=12)["main"]
+    t, p = (param.ty.shape.values[1] for param in func.params)
     syms = symbolic_sizes.symbols(func)
     values = symbolic_sizes.stand_ins(func, syms)
     assert sorted(values.values()) != [5, 7] and sum(values.values()) != 12
