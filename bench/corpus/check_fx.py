@@ -31,6 +31,8 @@ MODELS = {  # name: (module factory, input shape at batch 2)
     "nf_resnet26": ("timm", (3, 64, 64)),
     "resnet1d": ("models_1d", (12, 1000)),  # (bench/corpus/models_1d.py: conv1d + BatchNorm1d)
     "pointnet": ("models_1d", (3, 1024)),
+    "dcgan_generator": ("models_decoders", (64, 1, 1)),  # (bench/corpus/models_decoders.py: ConvTranspose2d + BN)
+    "pose_resnet18": ("models_decoders", (3, 128, 96)),
 }
 
 
@@ -46,10 +48,14 @@ def build(name: str):
         import timm
 
         model = timm.create_model(name, pretrained=False)
-    else:
+    elif source == "models_1d":
         from bench.corpus import models_1d
 
         return randomized_batch_norms(getattr(models_1d, name)(), kind="BatchNorm1d").eval()
+    else:
+        from bench.corpus import models_decoders
+
+        model = getattr(models_decoders, name)()
     return randomized_batch_norms(model).eval()
 
 

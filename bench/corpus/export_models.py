@@ -506,9 +506,29 @@ def onedee(out: Path) -> None:
         export(model, (x,), out / f"dynamo_{name}_bn.onnx", dynamo=True, optimize=False)
 
 
+def decoders(out: Path) -> None:
+    """Transposed convs with a batch norm after each (bench/corpus/models_decoders.py): DCGAN's generator,
+    SimpleBaseline's pose head on a ResNet-18, a pix2pix U-Net generator, a LinkNet decoder block; through both
+    exporters, and the TorchScript one also with training=PRESERVE (neither exporter folds a batch norm into a
+    ConvTranspose, but PRESERVE keeps the ones after the plain convs too)."""
+    import torch
+
+    from .models_decoders import dcgan_generator, linknet_decoder, pose_resnet18, unet_generator
+
+    keep = {"training": torch.onnx.TrainingMode.PRESERVE}
+    for name, model, shape in (("dcgan_generator", dcgan_generator(), (1, 64, 1, 1)),
+                               ("pose_resnet18", pose_resnet18(), (1, 3, 128, 96)),
+                               ("unet_generator", unet_generator(), (1, 3, 64, 64)),
+                               ("linknet_decoder", linknet_decoder(), (1, 64, 16, 16))):
+        model, x = randomized_batch_norms(model), torch.randn(*shape)
+        export(model, (x,), out / f"{name}.onnx")
+        export(model, (x,), out / f"{name}_bn.onnx", **keep)
+        export(model, (x,), out / f"dynamo_{name}.onnx", dynamo=True)
+
+
 FAMILIES = {"vision": vision, "hf": hf, "dynamo": dynamo, "more": more, "wider": wider, "reparam": reparam,
             "half": half, "timm": timm_models, "hf2": hf2, "timm2": timm2, "hf3": hf3, "edge": edge,
-            "symbolic": symbolic, "onedee": onedee}
+            "symbolic": symbolic, "onedee": onedee, "decoders": decoders}
 
 
 def main(argv=None) -> None:

@@ -141,6 +141,24 @@ def _conv2d(call) -> Reading:
                       "kernel_layout": str(a.kernel_layout)}, list(call.args)
 
 
+def _in_layouts(call, data: str, kernel: str):
+    """The call's attrs, where it computes in the input dtype, in the one data and kernel layout the reading
+    knows; else Unsupported."""
+    a = call.attrs
+    _default_out_dtype(call)
+    _same_out_layout(call, data)
+    if (str(a.data_layout), str(a.kernel_layout)) != (data, kernel):
+        raise Unsupported(f"{call.op.name.removeprefix('relax.nn.')} in layout {a.data_layout}/{a.kernel_layout}")
+    return a
+
+
+def _conv2d_transpose(call) -> Reading:
+    a = _in_layouts(call, "NCHW", "IOHW")
+    return "conv2d_transpose", {"strides": _ints(a.strides), "padding": _ints(a.padding),
+                                "output_padding": _ints(a.output_padding), "dilation": _ints(a.dilation),
+                                "groups": int(a.groups)}, list(call.args)
+
+
 # A 1-D call read as its 2-D operator over a unit axis inserted at 2 in every argument and removed from every
 # result (conv1d as conv2d on (N, C, 1, L)); the reading is (LIFTED, {"op": 2-D op, "attrs": its attrs}, args).
 # Exact: the 2-D operator with a unit kernel, stride and dilation and no padding along that axis computes the
@@ -149,15 +167,20 @@ LIFTED = "lifted"
 
 
 def _conv1d(call) -> Reading:
-    a = call.attrs
-    _default_out_dtype(call)
-    _same_out_layout(call, str(a.data_layout))
-    if (str(a.data_layout), str(a.kernel_layout)) != ("NCW", "OIW"):
-        raise Unsupported(f"conv1d in layout {a.data_layout}/{a.kernel_layout}")
+    a = _in_layouts(call, "NCW", "OIW")
     left, right = _pad_1d(call)
     attrs = {"strides": (1, *_ints(a.strides)), "padding": (0, left, 0, right), "dilation": (1, *_ints(a.dilation)),
              "groups": int(a.groups), "data_layout": "NCHW", "kernel_layout": "OIHW"}
     return LIFTED, {"op": "conv2d", "attrs": attrs}, list(call.args)
+
+
+def _conv1d_transpose(call) -> Reading:
+    a = _in_layouts(call, "NCW", "IOW")
+    left, right = _pad_1d(call)
+    attrs = {"strides": (1, *_ints(a.strides)), "padding": (0, left, 0, right),
+             "output_padding": (0, *_ints(a.output_padding)), "dilation": (1, *_ints(a.dilation)),
+             "groups": int(a.groups)}
+    return LIFTED, {"op": "conv2d_transpose", "attrs": attrs}, list(call.args)
 
 
 def _pad_1d(call) -> tuple[int, int]:
@@ -432,6 +455,8 @@ BINARY_RELAX = {
 IMPORTERS: dict[str, Importer] = {
     "relax.nn.conv2d": _conv2d,
     "relax.nn.conv1d": _conv1d,
+    "relax.nn.conv2d_transpose": _conv2d_transpose,
+    "relax.nn.conv1d_transpose": _conv1d_transpose,
     "relax.nn.max_pool1d": _pool1d("max_pool2d"),
     "relax.nn.avg_pool1d": _pool1d("avg_pool2d"),
     "relax.matmul": _matmul,
@@ -491,6 +516,11 @@ def _conv2d_out(a, xs, ts, emit):
     return _activation(conv, a["activation"], emit)
 
 
+def _conv2d_transpose_out(a, xs, ts, emit):
+    return op.nn.conv2d_transpose(xs[0], xs[1], strides=a["strides"], padding=a["padding"],
+                                  output_padding=a["output_padding"], dilation=a["dilation"], groups=a["groups"])
+
+
 def _pool_out(kind):
     def make(a, xs, ts, emit):
         return getattr(op.nn, kind)(xs[0], pool_size=a["kernel"], strides=a["strides"], padding=a["padding"],
@@ -546,6 +576,7 @@ def _channel_shuffle_out(a: dict, x, ty, emit):
 Exporter = Callable[[dict, list, list, Emit], Any]  # attrs, arg exprs, arg TensorTypes, emit
 EXPORTERS: dict[str, Exporter] = {
     "conv2d": _conv2d_out,
+    "conv2d_transpose": _conv2d_transpose_out,
     "matmul": lambda a, xs, ts, emit: _activation(op.matmul(xs[0], xs[1]), a["activation"], emit),
     "max_pool2d": _pool_out("max_pool2d"),
     "avg_pool2d": _pool_out("avg_pool2d"),

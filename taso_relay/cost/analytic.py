@@ -117,12 +117,14 @@ UNARY_FLOPS = {"relu": 1, "neg": 1, "abs": 1, "cast": 1, "sigmoid": 4, "tanh": 6
 BINARY_FLOPS = {"add": 1, "sub": 1, "mul": 1, "div": 1, "maximum": 1, "minimum": 1, "pow": 8}
 
 
-MAC_OPS = ("conv2d", "matmul")  # multiply-add bound: element-wise epilogues fuse into them
+MAC_OPS = ("conv2d", "conv2d_transpose", "matmul")  # multiply-add bound: element-wise epilogues fuse into them
 
 
 def multiply_add_flops(node: Node, in_types: Sequence[TensorType]) -> float:
     """A conv's or matmul's multiply-adds (2 flops each), without its fused activation."""
     out = node.types[0]
+    if node.op == "conv2d_transpose":  # each input value times its (C_out / groups, kh, kw) kernel slice
+        return 2.0 * in_types[0].size * (in_types[1].size // in_types[1].shape[0])
     if node.op == "conv2d":
         w = in_types[1]
         kernel_elems = w.size // (w.shape[0] if node.attr_dict["kernel_layout"].startswith("O") else w.shape[3])
@@ -135,7 +137,7 @@ def node_flops(node: Node, in_types: Sequence[TensorType]) -> float:
     op, out = node.op, node.types[0]
     a = node.attr_dict
     if op in MAC_OPS:
-        return multiply_add_flops(node, in_types) + (out.size if a["activation"] != "none" else 0)
+        return multiply_add_flops(node, in_types) + (out.size if a.get("activation", "none") != "none" else 0)
     if op in ("max_pool2d", "avg_pool2d"):
         kh, kw = a["kernel"]
         return float(out.size * kh * kw)

@@ -4,7 +4,8 @@ TASO's operator set has no batch norm, so its generator cannot find these. The
 fold is written with batch norms over constants (ones and zeros), which
 FoldConstant evaluates: the conv's kernels scaled per output channel, and a
 per-channel shift. Proved by the axioms norm/bn_affine(_bias) and
-norm/conv_scale_weights. A constant factor per output channel after a conv
+norm/conv_scale_weights (norm/conv_transpose_channel_factor for a transposed
+conv: ConvTranspose2d + BatchNorm2d of decoders). A constant factor per output channel after a conv
 (timm's layer scale, `x * gamma` with gamma (C, 1, 1) or (1, C, 1, 1)) folds
 the same way, into the kernels and the bias (axioms norm/conv_channel_factor). A batch norm over the
 features of a matmul's output (BatchNorm1d after a Linear; LeViT's, after the rows are flattened) folds
@@ -32,34 +33,48 @@ def shift_nodes(channels: str) -> list[dict]:
             _node("shift", "batch_norm", ["zeros_c"] + BN, axis=1, epsilon="?e")]
 
 
-def _fold(id_, with_bias: bool, doc: str) -> dict:
-    """batch_norm(conv(x, w) [+ bias]) => conv(x, w * scale) + shift, scale and shift of the weights only."""
-    source = [_node("c", "conv2d", ["x", "w"], **_CONV)]
+_CONV_T = {"strides": "?s", "padding": "?p", "output_padding": "?op", "dilation": "?d", "groups": 1}
+# per conv: its attributes, the kernel axis of its output channels, an example's kernel shape and variables
+_CONVS = {
+    "conv2d": (_CONV, 0, [6, 2, 3, 3], {"s": [2, 2], "p": [1, 1, 1, 1], "d": [1, 1], "g": 2}),
+    "conv2d_transpose": (_CONV_T, 1, [4, 6, 4, 4], {"s": [2, 2], "p": [1, 1, 1, 1], "op": [1, 0], "d": [1, 1]}),
+}
+
+
+def _fold(id_, with_bias: bool, doc: str, conv: str = "conv2d") -> dict:
+    """batch_norm(conv(x, w) [+ bias]) => conv(x, w * scale) + shift, scale and shift of the weights only. For a
+    transposed conv (one group), the kernel's output channels are its axis 1, where a (1, C, 1, 1) scale
+    broadcasts as it does on the output (axiom norm/conv_transpose_channel_factor)."""
+    attrs, out_axis, kernel, example_vars = _CONVS[conv]
+    source = [_node("c", conv, ["x", "w"], **attrs)]
     if with_bias:
         source.append(_node("a", "add", ["c", "bias"]))
     source.append(_node("bn", "batch_norm", [source[-1]["id"]] + BN, axis=1, epsilon="?e"))
+    channels = f"dim(w, {out_axis})"
+    scale_shape = f"=({channels}, 1, 1, 1)" if out_axis == 0 else f"=(1, {channels}, 1, 1)"
     target = [
         _node("zero", "sub", ["mean", "mean"]),
-        _node("ones_o", "constant", [], kind="ones", shape="=(dim(w, 0), 1, 1, 1)"),
+        _node("ones_o", "constant", [], kind="ones", shape=scale_shape),
         # gamma / sqrt(var + eps) per output channel, as a batch norm of ones with zero mean and shift
-        _node("scale", "batch_norm", ["ones_o", "gamma", "zero", "zero", "var"], axis=0, epsilon="?e"),
+        _node("scale", "batch_norm", ["ones_o", "gamma", "zero", "zero", "var"], axis=out_axis, epsilon="?e"),
         _node("w_scaled", "mul", ["w", "scale"]),
-        _node("conv", "conv2d", ["x", "w_scaled"], **_CONV),
+        _node("conv", conv, ["x", "w_scaled"], **attrs),
     ]
     if with_bias:  # the bias goes through the batch norm
         target.append(_node("shift", "batch_norm", ["bias"] + BN, axis=1, epsilon="?e"))
     else:
-        target += shift_nodes("dim(w, 0)")
+        target += shift_nodes(channels)
     target.append(_node("out", "add", ["conv", "shift"]))
     inputs = [("x", "any"), ("w", "weight")] + [(n, "weight") for n in BN] + ([("bias", "weight")] * with_bias)
-    shapes = {"x": [1, 4, 8, 8], "w": [6, 2, 3, 3], **{n: [6] for n in BN}}
+    shapes = {"x": [1, 4, 8, 8], "w": kernel, **{n: [6] for n in BN}}
     if with_bias:
         shapes["bias"] = [1, 6, 1, 1]
+    proof = _PROOF if conv == "conv2d" else _PROOF.replace("conv_scale_weights", "conv_transpose_channel_factor")
     return {"id": id_, "inputs": [{"name": n, "kind": k} for n, k in inputs], "source": source, "target": target,
             "outputs": [["bn", "out"]],
-            "constraints": ["shape(bias) == (1, dim(w, 0), 1, 1)"] if with_bias else [],
-            "example": {"inputs": shapes, "vars": {"s": [2, 2], "p": [1, 1, 1, 1], "d": [1, 1], "g": 2, "e": 1e-05}},
-            "provenance": {"generator": "handwritten", "family": "norm", "proof": _PROOF, "doc": doc,
+            "constraints": [f"shape(bias) == (1, {channels}, 1, 1)"] if with_bias else [],
+            "example": {"inputs": shapes, "vars": {**example_vars, "e": 1e-05}},
+            "provenance": {"generator": "handwritten", "family": "norm", "proof": proof, "doc": doc,
                            "phase": "first"}}
 
 
@@ -184,6 +199,11 @@ def norm_rules() -> list[dict]:
                                   "per-channel shift."),
         _fold("h-bn-conv-bias", True, "The same with a conv bias (ONNX Conv with B) between: the bias goes "
                                       "through the batch norm."),
+        _fold("h-bn-convT", False, "Inference batch norm after a transposed conv (one group) folds into its "
+                                   "kernels and a per-channel shift: ConvTranspose2d + BatchNorm2d of decoders.",
+              "conv2d_transpose"),
+        _fold("h-bn-convT-bias", True, "The same with the transposed conv's bias between: the bias goes through "
+                                       "the batch norm.", "conv2d_transpose"),
         *(_factor(f"h-factor-conv{'-bias' * b}{r}", r, b) for r in (4, 3) for b in (True, False)),
         *(_matmul_fold(f"h-bn-matmul{'-bias' * b}{r}", r, b) for r in (2, 3) for b in (False, True)),
         _matmul_fold("h-bn-rows-matmul", 3, False, rows=True),

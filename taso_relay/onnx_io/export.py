@@ -66,6 +66,12 @@ def _conv2d(w, a, xs, ins, outs):
     return [_activation(w, y, a["activation"], outs[0].dtype)]
 
 
+def _conv2d_transpose(w, a, xs, ins, outs):
+    # graph padding (top, left, bottom, right): ONNX's order too (begins, then ends)
+    return [w.one("ConvTranspose", list(xs), strides=list(a["strides"]), pads=list(a["padding"]),
+                  output_padding=list(a["output_padding"]), dilations=list(a["dilation"]), group=int(a["groups"]))]
+
+
 def _pool(kind):
     def emit(w, a, xs, ins, outs):
         x = xs[0]
@@ -174,6 +180,7 @@ UNARY = ("relu", "sigmoid", "tanh", "gelu", "gelu_tanh", "erf", "exp", "log", "s
 
 EMITTERS = {
     "conv2d": _conv2d,
+    "conv2d_transpose": _conv2d_transpose,
     "matmul": lambda w, a, xs, ins, outs: [_activation(w, w.one("MatMul", xs), a["activation"], outs[0].dtype)],
     "max_pool2d": _pool("max_pool2d"),
     "avg_pool2d": _pool("avg_pool2d"),

@@ -319,6 +319,10 @@ def encode_op(op: str, attrs: Mapping[str, Any], args: list) -> Built:
         b.outputs = [_apply(b, op, [], args)]
     elif op == "conv2d" and a["data_layout"] in DATA_TO_NCHW and a["kernel_layout"] in KERNEL_TO_OIHW:
         b.outputs = [_conv2d(b, a, args)]
+    elif op == "conv2d_transpose" and (a["data_layout"], a["kernel_layout"]) == ("NCHW", "IOHW"):
+        ints = [*_tuple(a["strides"], 2, "strides"), *_tuple(a["padding"], 4, "padding"),
+                *_tuple(a["output_padding"], 2, "output_padding"), *_tuple(a["dilation"], 2, "dilation"), a["groups"]]
+        b.outputs = [_apply(b, "conv2d_transpose", ints, args)]
     elif op == "matmul":
         b.outputs = [_apply(b, "matmul", [a["activation"]], args)]
     elif op == "concat":

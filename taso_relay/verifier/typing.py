@@ -20,6 +20,10 @@ def conv_out(size, k, s, lo, hi, d):
     return (size + lo + hi - d * (k - 1) - 1) / s + 1
 
 
+def transposed_out(size, k, s, lo, hi, output_padding, d):
+    return (size - 1) * s - lo - hi + d * (k - 1) + output_padding + 1
+
+
 def _clamp_index(i, d):
     j = z3.If(i < 0, i + d, i)
     return z3.If(j < 0, 0, z3.If(j > d, d, j))
@@ -54,6 +58,15 @@ def facts(name: str, ints, args, out) -> list:
         ] + _dims_are(out, [dim(x, 0), dim(w, 0),
                             conv_out(dim(x, 2), dim(w, 2), sh, pt, pb, dh),
                             conv_out(dim(x, 3), dim(w, 3), sw, pl, pr, dw)])
+    if name == "conv2d_transpose":
+        sh, sw, pt, pl, pb, pr, oph, opw, dh, dw, g = ints
+        x, w = args
+        return f + [
+            rank(x) == 4, rank(w) == 4, g >= 1, sh >= 1, sw >= 1, dh >= 1, dw >= 1,
+            oph >= 0, opw >= 0, dim(x, 1) == dim(w, 0),
+        ] + _dims_are(out, [dim(x, 0), dim(w, 1) * g,
+                            transposed_out(dim(x, 2), dim(w, 2), sh, pt, pb, oph, dh),
+                            transposed_out(dim(x, 3), dim(w, 3), sw, pl, pr, opw, dw)])
     if name == "matmul":
         (act,) = ints
         a, b = args

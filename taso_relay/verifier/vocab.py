@@ -60,12 +60,14 @@ UNARY = ("relu", "sigmoid", "tanh", "neg", "exp", "log", "sqrt", "rsqrt", "abs",
          "gelu_tanh", "silu")
 BINARY = ("add", "sub", "mul", "div", "pow", "maximum", "minimum")
 CONV_PARAMS = ("sh", "sw", "pt", "pl", "pb", "pr", "dh", "dw", "groups", "act")
+CONV_T_PARAMS = ("sh", "sw", "pt", "pl", "pb", "pr", "oph", "opw", "dh", "dw", "groups")
 POOL_PARAMS = ("kh", "kw", "sh", "sw", "pt", "pl", "pb", "pr", "dh", "dw", "ceil")
 
 SIGNATURES: dict[str, tuple[int, int]] = {
     **{u: (0, 1) for u in UNARY},
     **{b: (0, 2) for b in BINARY},
     "conv2d": (len(CONV_PARAMS), 2),
+    "conv2d_transpose": (len(CONV_T_PARAMS), 2),  # NCHW data, IOHW kernel
     "matmul": (1, 2),
     "concat": (1, 2),
     "slice": (3, 1),  # axis, begin, end

@@ -44,6 +44,17 @@ def test_conv1d_reads_as_conv2d_over_a_unit_axis(kwargs, w_shape, run_module, rn
     assert graph_from_function(mod["main"]).one_d == "conv1d"
 
 
+@pytest.mark.parametrize("kwargs, w_shape", [
+    ({"strides": 2, "padding": (1, 1)}, (4, 6, 4)),
+    ({"strides": 3, "padding": (2, 0), "output_padding": 2, "dilation": 2, "groups": 2}, (4, 3, 3)),
+], ids=["upsampling", "grouped-dilated-output-padding"])
+def test_conv1d_transpose_reads_as_conv2d_transpose_over_a_unit_axis(kwargs, w_shape, run_module, rng):
+    mod = function(lambda bb, x: op.nn.conv1d_transpose(x, const(*w_shape), **kwargs), (2, 4, 9))
+    graph = agrees_with_tvm(mod, run_module, rng)
+    assert "opaque" not in graph.op_counts() and graph.op_counts()["conv2d_transpose"] == 1
+    assert graph_from_function(mod["main"]).one_d == "conv1d_transpose"
+
+
 @pytest.mark.parametrize("make", [
     lambda bb, x: op.nn.max_pool1d(x, 3, strides=2, padding=(1, 1)),
     lambda bb, x: op.nn.max_pool1d(x, 2, strides=2, ceil_mode=True),

@@ -57,6 +57,11 @@ def batch_norm(shape, axis):
 
 CASES = {
     "conv2d": one_op("conv2d", [(1, 4, 7, 7), (6, 4, 3, 3)], padding=(1, 1, 1, 1)),
+    "conv2d_transpose": one_op("conv2d_transpose", [(1, 4, 5, 5), (4, 3, 4, 4)], strides=(2, 2),
+                               padding=(1, 1, 1, 1)),
+    # groups, output_padding, dilation, and a padding beyond dilation * (k - 1) (the reference crops)
+    "conv2d_transpose_corners": one_op("conv2d_transpose", [(2, 4, 4, 5), (4, 3, 3, 3)], strides=(3, 1),
+                                       padding=(0, 3, 2, 1), output_padding=(2, 0), dilation=(1, 2), groups=2),
     "conv2d_strided_asym_pad_dilated": one_op("conv2d", [(2, 3, 9, 8), (4, 3, 3, 2)], strides=(2, 1),
                                               padding=(1, 0, 2, 1), dilation=(1, 2)),
     "conv2d_groups": one_op("conv2d", [(1, 4, 6, 6), (6, 2, 3, 3)], groups=2, padding=(1, 1, 1, 1)),

@@ -125,6 +125,18 @@ WRONG = [
           N("matmul", N("add", N("mul", "x", "f"), "t"), "w"),
           N("add", N("matmul", "x", N("mul", "w", "f")), N("matmul", "t", "w")),
           shapes={"x": ("m", "k"), "w": ("k", "k"), "f": (1, "k"), "t": (1, "k")}, dims={"k": (2, 3)}),
+    # a transposed conv's kernels scaled per output channel along axis 0, as a conv2d's are (their in-channels)
+    axiom("wrong_conv_transpose_factor_axis", "norm",
+          N("mul", N("conv2d_transpose", "x", "w", strides=(2, 2)), "f"),
+          N("conv2d_transpose", "x", N("transpose", N("mul", N("transpose", "w", perm=(1, 0, 2, 3)), "f"),
+                                       perm=(1, 0, 2, 3)), strides=(2, 2)),
+          shapes={"x": ("n", "c", "h", "w"), "w": ("c", "c", 3, 3), "f": (1, "c", 1, 1)}, dims={"c": (2, 3)}),
+    # the same factor on a grouped transposed conv, whose kernels hold C_out / groups channels
+    axiom("wrong_conv_transpose_factor_groups", "norm",
+          N("mul", N("conv2d_transpose", "x", "w", groups=2), "f"),
+          N("conv2d_transpose", "x", N("mul", "w", N("strided_slice", "f", axes=(1,), begin=(0,), end=(2,),
+                                                     strides=(1,))), groups=2),
+          shapes={"x": ("n", 4, "h", "w"), "w": (4, 2, 3, 3), "f": (1, 4, 1, 1)}),
 ]
 
 

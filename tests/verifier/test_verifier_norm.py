@@ -59,6 +59,13 @@ WRONG = [
           w_t={"perm": [0, 1, 2, 3]}, w_f={"perm": [0, 1, 2, 3]}),
     # the bias left unscaled
     _edit("h-factor-conv-bias3", "bias-unscaled", out={"inputs": ["conv", "bias"]}),
+    # a transposed conv's kernels scaled on axis 0, as a conv's are (its input channels, square here)
+    _edit("h-bn-convT", "scale-axis-0",
+          {"inputs": {"x": [1, 4, 5, 5], "w": [4, 4, 3, 3], **{p: [4] for p in BN_PARAMS}},
+           "vars": {"s": [2, 2], "p": [1, 1, 1, 1], "op": [1, 1], "d": [1, 1], "e": 1e-05}},
+          ones_o={"shape": "=(dim(w, 0), 1, 1, 1)"}, scale={"axis": 0}),
+    # its bias not sent through the batch norm
+    _edit("h-bn-convT-bias", "bias-unnormalized", out={"inputs": ["conv", "bias"]}),
 ]
 
 

@@ -18,6 +18,9 @@ CONV_DOMAINS = {
 }
 CONV1 = {"strides": "?s", "padding": "?p", "dilation": "?d", "groups": 1}
 CONV1_DOMAINS = {k: v for k, v in CONV_DOMAINS.items() if k != "g"}
+# conv2d_transpose with one group (its kernels (C_in, C_out, kh, kw)); output_padding below the stride
+CONV_T1 = {"strides": "?s", "padding": "?p", "output_padding": "?op", "dilation": "?d", "groups": 1}
+CONV_T1_DOMAINS = {**CONV1_DOMAINS, "op": ((0, 0), (1, 0), (1, 1))}
 X4 = ("n", "c", "h", "w")
 W4 = ("o", "=?c // ?g", "kh", "kw")
 W4_1 = ("o", "c", "kh", "kw")

@@ -11,7 +11,7 @@ rules/handwritten_norm.json use exactly these forms.
 from __future__ import annotations
 
 from .base import N, axiom
-from .common import CONV, CONV_DOMAINS, W4, X4
+from .common import CONV, CONV_DOMAINS, CONV_T1, CONV_T1_DOMAINS, W4, X4
 from .constants import IDENTITY_CONV_ATTRS, IDENTITY_CONV_DOMAINS, IDENTITY_CONV_GUARD, identity_kernel
 
 EPS = {"e": (1e-5, 1e-3, 0.5)}
@@ -107,6 +107,14 @@ AXIOMS = [
             doc="A per-output-channel factor after a conv scales its kernels instead (any groups: output "
                 "channel o reads kernel o only).")
       for _f, _g in (((1, "o", 1, 1), "(1, dim(w, 0), 1, 1)"), (("o", 1, 1), "(dim(w, 0), 1, 1)"))),
+    axiom("conv_transpose_channel_factor", "norm",
+          N("mul", N("conv2d_transpose", "x", "w", **CONV_T1), "f"),
+          N("conv2d_transpose", "x", N("mul", "w", "f"), **CONV_T1),
+          guard=["shape(f) == (1, dim(w, 1), 1, 1)"], shapes={"x": X4, "w": ("c", "o", "kh", "kw"), "f": (1, "o", 1, 1)},
+          domains=CONV_T1_DOMAINS,
+          doc="A per-output-channel factor after a one-group transposed conv scales its kernels instead: output "
+              "channel o reads channel o of every (C_in, C_out, kh, kw) kernel only, the axis the factor's "
+              "channels broadcast on."),
     axiom("conv_scaled_identity_kernel", "norm",
           N("conv2d", "x", N("mul", identity_kernel(), bn(_ones(("?o", "?i", "?kh", "?kw")), axis=0)),
             **IDENTITY_CONV_ATTRS),

@@ -1,0 +1,84 @@
+"""TASOPass on decoders: a batch norm after a transposed conv (ConvTranspose2d + BatchNorm2d of DCGAN's generator,
+pose heads, U-Net and LinkNet decoders) folds into its kernels by the proved rules h-bn-convT(-bias). The rewritten
+model runs against the original, in TVM and, exported, in onnxruntime."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from taso_relay.passes import TASOPass
+
+sys.path.insert(0, str(Path(__file__).parent / "bridge"))
+from bridge_onnx_models import F32, Model  # noqa: E402
+from test_passes_conv1d import saved  # noqa: E402
+from test_passes_norm import batch_norm_calls, computes_the_same  # noqa: E402
+
+onnx = pytest.importorskip("onnx")
+
+
+def up(m: Model, x, cin, cout, k=4, bias=False, **attrs):
+    """ConvTranspose (k4, stride 2, pad 1 unless given) [+ bias] + BatchNorm + ReLU."""
+    attrs = {"strides": [2, 2], "pads": [1, 1, 1, 1], **attrs}
+    w = m.weight((cin, cout // attrs.get("group", 1), k, k))
+    y = m.op("ConvTranspose", [x, w] + ([m.weight((cout,))] if bias else []), kernel_shape=[k, k], **attrs)
+    return m.op("Relu", [m.bn(y, cout)])
+
+
+def dcgan_generator(m: Model):
+    """DCGAN's generator from a (1, 16, 1, 1) latent: k4 s1 p0, then k4 s2 p1 twice, then tanh."""
+    y = up(m, "x", 16, 12, strides=[1, 1], pads=[0, 0, 0, 0])
+    y = up(m, up(m, y, 12, 8), 8, 6)
+    y = m.op("Tanh", [m.op("ConvTranspose", [y, m.weight((6, 3, 4, 4))], kernel_shape=[4, 4], strides=[2, 2],
+                           pads=[1, 1, 1, 1])])
+    return m.build([("x", F32, [1, 16, 1, 1])], [(y, F32, [1, 3, 32, 32])])
+
+
+def linknet_decoder(m: Model):
+    """LinkNet's decoder block: 1x1 conv + BN + ReLU, a k3 stride-2 ConvTranspose with output_padding 1 and a bias
+    + BN + ReLU, 1x1 conv + BN + ReLU; and a grouped ConvTranspose + BN beside it, which stays (its kernels hold
+    C_out / groups channels: no rule for it)."""
+    y = m.op("Relu", [m.bn(m.conv("x", 8, 4, 1), 4)])
+    y = up(m, y, 4, 4, k=3, bias=True, output_padding=[1, 1])
+    y = m.op("Relu", [m.bn(m.conv(y, 4, 6, 1), 6)])
+    z = up(m, "x", 8, 6, group=2)
+    return m.build([("x", F32, [1, 8, 7, 7])], [(m.op("Add", [y, z]), F32, [1, 6, 14, 14])])
+
+
+def decoder1d(m: Model):
+    """A 1-D decoder: ConvTranspose1d (k4, stride 2) + BatchNorm1d + ReLU twice, read in 2-D over a unit axis."""
+    y = "x"
+    for cin, cout in ((8, 6), (6, 4)):
+        y = m.op("ConvTranspose", [y, m.weight((cin, cout, 4))], kernel_shape=[4], strides=[2], pads=[1, 1])
+        y = m.op("Relu", [m.bn(y, cout)])
+    return m.build([("x", F32, [2, 8, 10])], [(y, F32, [2, 4, 40])])
+
+
+@pytest.mark.parametrize("build, rules, left, one_d", [
+    (dcgan_generator, ["h-bn-convT"] * 3, 0, ""),
+    (linknet_decoder, ["h-bn-conv", "h-bn-conv", "h-bn-convT-bias"], 1, ""),
+    (decoder1d, ["h-bn-convT"] * 2, 0, "conv1d_transpose x2"),
+], ids=["dcgan-generator", "linknet-decoder", "decoder-1d"])
+def test_a_batch_norm_after_a_transposed_conv_folds_into_it(build, rules, left, one_d, tmp_path, run_module, rng):
+    from taso_relay.onnx_io import prepare
+    from taso_relay.onnx_io.export import export_module, run_onnxruntime
+
+    prepared = prepare(saved(tmp_path, build(Model(6))), {})
+    mod = prepared.mod
+    taso = TASOPass(verify_speed=False, min_gain=0.0)  # (a small model: the speed check is the benchmarks')
+    out = taso(mod)
+    report = taso.report["main"]
+    assert report.status == "optimized" and report.one_d == one_d
+    assert sorted(a.rule_id for a in report.search.applied[:report.search.first_phase]) == rules
+    assert batch_norm_calls(mod) == len(rules) + left and batch_norm_calls(out) == left
+    inputs = computes_the_same(mod, out, run_module, rng)
+
+    exported = export_module(out, prepared)
+    assert exported.exported, exported.reason
+    kinds = [n.op_type for n in exported.model.graph.node]
+    assert kinds.count("BatchNormalization") == left and "ConvTranspose" in kinds
+    (onnx_want,), (onnx_got,) = (run_onnxruntime(model, {"x": inputs[0]})
+                                 for model in (prepared.original, exported.model))
+    np.testing.assert_allclose(onnx_got, onnx_want, rtol=1e-4, atol=1e-5)
