@@ -176,6 +176,9 @@ def check(path: Path, target, time_limit: float, layout: str | None = None, lowe
     else:
         record["rewritten_vs_original"] = error_of_scale(result, original)
         record["original_vs_onnxruntime"] = None if reference is None else error_of_scale(original, reference)
+        if reference is not None and record["original_vs_onnxruntime"] is None:  # (TVM's import, not the pass)
+            record["onnxruntime"] = (f"TVM's import computes outputs of shapes {[list(o.shape) for o in original]}, "
+                                     f"onnxruntime {[list(r.shape) for r in reference]}")
     if all_zero(original if original is not None else reference):
         record["vacuous"] = "the original's outputs are all zeros on these inputs: the comparison shows nothing"
     record["float16"] = any(o.dtype == np.float16 for o in result)

@@ -443,6 +443,8 @@ def check_numerics(reference, candidate, inputs, seed: int = 0, within=None) -> 
         return False, None, f"onnxruntime cannot run it: {str(exc).strip().splitlines()[0]}"
     worst = 0.0
     for k, (a, b) in enumerate(zip(want, got)):
+        if np.shape(a) != np.shape(b):
+            return False, None, f"output {k} has shape {list(np.shape(b))} where the input model's has {list(np.shape(a))}"
         ok, diff = close(a, b, within)
         worst = max(worst, diff)
         if not ok:

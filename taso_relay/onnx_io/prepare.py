@@ -472,6 +472,10 @@ def prepare(path, input_shapes: Mapping[str, Sequence[int]] | None = None, fold:
     model = onnx.ModelProto()
     model.CopyFrom(original)
     model = infer_shapes(model)
+    if any(n.op_type == "ConvTranspose" for n in model.graph.node):  # (an output_shape TVM would ignore)
+        from .conv_transpose_shape import explicit_output_shapes
+
+        explicit_output_shapes(model, _static_shapes(model), path)
     folded = 0
     if fold:
         model, folded = fold_constants(model)

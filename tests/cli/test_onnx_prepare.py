@@ -321,3 +321,37 @@ def test_pinned_sizes_onnxruntime_cannot_run_are_said_before_tvm_reads_past_a_ta
     assert "pinned sizes (ids:7)" in said and "out of data bounds" in said and "reads out of bounds" in said
     status, out, _ = cli("optimize", path, "--input-shape", "ids:7")
     assert status == 0 and "warning: onnxruntime cannot run the model at the pinned sizes" in out
+
+
+def _conv_transpose_model(x_shape, **attrs):
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((4, 6, 3, 3)).astype("float32"), "w")
+    node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], kernel_shape=[3, 3], **attrs)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", "c", "h", "w"])], [w])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("attrs", [
+    dict(strides=[2, 2], output_shape=[15, 12]),  # one more than the pads reach: output padding
+    dict(strides=[2, 2], output_shape=[12, 8]),  # odd total padding: the larger half at the start
+    dict(strides=[2, 2], output_shape=[14, 10], auto_pad="SAME_UPPER"),  # ... at the end
+    dict(strides=[3, 2], output_shape=[19, 10], output_padding=[1, 0]),  # with an output padding of its own
+], ids=["output-padding", "notset", "same-upper", "own-output-padding"])
+def test_a_conv_transpose_output_shape_is_read_as_onnx_says(attrs, tmp_path):
+    """TVM's importer ignores ConvTranspose's output_shape: written as pads first, the import computes the size
+    and numbers onnxruntime does."""
+    path = tmp_path / "ct.onnx"
+    onnx.save(_conv_transpose_model([1, 4, 7, 5], **attrs), str(path))
+    x = np.random.default_rng(1).uniform(-1, 1, (1, 4, 7, 5)).astype("float32")
+    (want,) = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    assert list(want.shape[2:]) == attrs["output_shape"][-2:]
+    (got,) = run_module(prepare(path).mod, [x])
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_conv_transpose_output_shape_it_cannot_write_as_pads_is_refused(tmp_path):
+    path = tmp_path / "ct.onnx"
+    onnx.save(_conv_transpose_model([1, 4, 7, 5], strides=[2, 2], output_shape=[17, 9]), str(path))
+    with pytest.raises(InputError, match="output_shape, which TVM's importer ignores.*17 on spatial axis 0"):
+        prepare(path)
