@@ -123,8 +123,9 @@ MAC_OPS = ("conv2d", "conv2d_transpose", "matmul")  # multiply-add bound: elemen
 def multiply_add_flops(node: Node, in_types: Sequence[TensorType]) -> float:
     """A conv's or matmul's multiply-adds (2 flops each), without its fused activation."""
     out = node.types[0]
-    if node.op == "conv2d_transpose":  # each input value times its (C_out / groups, kh, kw) kernel slice
-        return 2.0 * in_types[0].size * (in_types[1].size // in_types[1].shape[0])
+    if node.op == "conv2d_transpose":  # as TVM computes it: a conv over the input spread out by the stride, its
+        w = in_types[1]                  # zeros included (s * s times the multiply-adds that count, at stride s)
+        return 2.0 * out.size * (w.shape[0] // node.attr_dict["groups"]) * w.shape[2] * w.shape[3]
     if node.op == "conv2d":
         w = in_types[1]
         kernel_elems = w.size // (w.shape[0] if node.attr_dict["kernel_layout"].startswith("O") else w.shape[3])

@@ -78,6 +78,41 @@ def _fold(id_, with_bias: bool, doc: str, conv: str = "conv2d") -> dict:
                            "phase": "first"}}
 
 
+def _fold_grouped(id_, with_bias: bool) -> dict:
+    """batch_norm(conv2d_transpose[groups > 1](x, w) [+ bias]) => the same conv with each group's kernels scaled
+    by its output channels' scale, and a shift: the kernels (C_in, C_out / g, kh, kw) reshaped to (g, C_in / g,
+    C_out / g, kh, kw), the (1, C_out, 1, 1) scale to (g, 1, C_out / g, 1, 1) (axiom
+    norm/conv_transpose_group_factor)."""
+    attrs = {**_CONV_T, "groups": "?g"}
+    rule = _fold(id_, with_bias, "", "conv2d_transpose")
+    rule["source"][0]["attrs"] = dict(attrs)
+    channels = "dim(w, 1) * ?g"
+    target = [
+        _node("zero", "sub", ["mean", "mean"]),
+        _node("ones_o", "constant", [], kind="ones", shape=f"=(1, {channels}, 1, 1)"),
+        _node("scale", "batch_norm", ["ones_o", "gamma", "zero", "zero", "var"], axis=1, epsilon="?e"),
+        _node("scale_g", "reshape", ["scale"], shape="=(?g, 1, dim(w, 1), 1, 1)"),
+        _node("w_g", "reshape", ["w"], shape="=(?g, dim(w, 0) // ?g, dim(w, 1), dim(w, 2), dim(w, 3))"),
+        _node("w_g_scaled", "mul", ["w_g", "scale_g"]),
+        _node("w_scaled", "reshape", ["w_g_scaled"], shape="=(dim(w, 0), dim(w, 1), dim(w, 2), dim(w, 3))"),
+        _node("conv", "conv2d_transpose", ["x", "w_scaled"], **attrs),
+    ]
+    if with_bias:
+        target.append(_node("shift", "batch_norm", ["bias"] + BN, axis=1, epsilon="?e"))
+    else:
+        target += shift_nodes(channels)
+    rule["target"] = target + [_node("out", "add", ["conv", "shift"])]
+    rule["constraints"] = ["?g > 1"] + [f"shape(bias) == (1, {channels}, 1, 1)"] * with_bias
+    rule["example"] = {"inputs": {"x": [1, 4, 5, 5], "w": [4, 3, 4, 4], **{n: [6] for n in BN},
+                                  **({"bias": [1, 6, 1, 1]} if with_bias else {})},
+                       "vars": {"s": [2, 2], "p": [1, 1, 1, 1], "op": [0, 0], "d": [1, 1], "g": 2, "e": 1e-05}}
+    rule["provenance"]["proof"] = _PROOF.replace("conv_scale_weights", "conv_transpose_group_factor")
+    rule["provenance"]["doc"] = ("The same for a grouped transposed conv (depthwise too): each group's kernels "
+                                 "scaled by its own output channels' scale"
+                                 + (", the bias through the batch norm." if with_bias else "."))
+    return rule
+
+
 _FACTORS = {4: "(1, dim(w, 0), 1, 1)", 3: "(dim(w, 0), 1, 1)"}  # a factor per output channel, by its rank
 _OUT_IN_SWAPPED = [1, 0, 2, 3]  # a kernel's out-channels and in-channels swapped
 
@@ -204,6 +239,8 @@ def norm_rules() -> list[dict]:
               "conv2d_transpose"),
         _fold("h-bn-convT-bias", True, "The same with the transposed conv's bias between: the bias goes through "
                                        "the batch norm.", "conv2d_transpose"),
+        _fold_grouped("h-bn-convT-grouped", False),
+        _fold_grouped("h-bn-convT-grouped-bias", True),
         *(_factor(f"h-factor-conv{'-bias' * b}{r}", r, b) for r in (4, 3) for b in (True, False)),
         *(_matmul_fold(f"h-bn-matmul{'-bias' * b}{r}", r, b) for r in (2, 3) for b in (False, True)),
         _matmul_fold("h-bn-rows-matmul", 3, False, rows=True),

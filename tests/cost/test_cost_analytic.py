@@ -51,6 +51,22 @@ def test_flops_and_bytes_of_a_fused_kernel():
     assert kernel_bytes(k) == 4 * (16 * 64 + 16 * 16 * 9 + 16 + 16 * 64)
 
 
+@pytest.mark.parametrize("stride, groups", [(1, 1), (2, 1), (2, 4)])
+def test_a_transposed_conv_costs_the_conv_tvm_runs_for_it(stride, groups):
+    """TVM computes conv2d_transpose as a conv over the input spread out by the stride (zeros between its values)
+    and padded by k - 1 - padding: the flops of that conv, about stride ** 2 times the multiply-adds that count."""
+    def flops(op, x, w, **attrs):
+        b = GraphBuilder()
+        (k,) = AnalyticCost(MachinePeaks(1, 1)).kernels(b.build([b.op(op, b.input("x", x), b.weight("w", w), **attrs)]))
+        return compute_flops(k)
+
+    spread = 6 * stride + 1  # 7 values, stride - 1 zeros between each two
+    as_conv = flops("conv2d", (1, 8, spread, spread), (16, 8 // groups, 4, 4), padding=(2, 2, 2, 2), groups=groups)
+    transposed = flops("conv2d_transpose", (1, 8, 7, 7), (8, 16 // groups, 4, 4), strides=(stride, stride),
+                       padding=(1, 1, 1, 1), groups=groups)
+    assert transposed == as_conv > 2 * 8 * 7 * 7 * (16 // groups) * 16  # (the products of an input value)
+
+
 def test_a_kernel_reading_a_slice_pays_for_the_slice_only():
     """A merged projection's parts, each sliced inside the kernel that reshapes it: each kernel reads its
     third of the merged tensor, not all of it (else merging Q/K/V would look dearer the wider they are)."""

@@ -66,6 +66,8 @@ WRONG = [
           ones_o={"shape": "=(dim(w, 0), 1, 1, 1)"}, scale={"axis": 0}),
     # its bias not sent through the batch norm
     _edit("h-bn-convT-bias", "bias-unnormalized", out={"inputs": ["conv", "bias"]}),
+    # a grouped one's scale split as (1, groups, C_out / groups) (type-checks where C_in / groups == groups)
+    _edit("h-bn-convT-grouped", "scale-split-wrong", scale_g={"shape": "=(1, ?g, dim(w, 1), 1, 1)"}),
 ]
 
 

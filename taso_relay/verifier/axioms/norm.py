@@ -54,6 +54,11 @@ def row_shift(channels: str):
     return bn(N("sub", ones, ones))
 
 
+CONV_T = {**CONV_T1, "groups": "?g"}
+# a (C_in, C_out / groups, kh, kw) transposed-conv kernel split by group, and a (1, C_out, 1, 1) factor so split
+GROUPED_KERNEL = "=(?g, dim(w, 0) // ?g, dim(w, 1), dim(w, 2), dim(w, 3))"
+GROUPED_FACTOR = "=(?g, 1, dim(w, 1), 1, 1)"
+KERNEL_SHAPE = "=(dim(w, 0), dim(w, 1), dim(w, 2), dim(w, 3))"
 _ROWS = {2: ("n", "c"), 3: ("b", "n", "c")}  # a matmul's output, its channels (features) last
 
 AXIOMS = [
@@ -115,6 +120,17 @@ AXIOMS = [
           doc="A per-output-channel factor after a one-group transposed conv scales its kernels instead: output "
               "channel o reads channel o of every (C_in, C_out, kh, kw) kernel only, the axis the factor's "
               "channels broadcast on."),
+    axiom("conv_transpose_group_factor", "norm",
+          N("mul", N("conv2d_transpose", "x", "w", **CONV_T), "f"),
+          N("conv2d_transpose", "x", N("reshape", N("mul", N("reshape", "w", shape=GROUPED_KERNEL),
+                                                      N("reshape", "f", shape=GROUPED_FACTOR)),
+                                       shape=KERNEL_SHAPE), **CONV_T),
+          guard=["shape(f) == (1, dim(w, 1) * ?g, 1, 1)"],
+          shapes={"x": X4, "w": ("c", "o", "kh", "kw"), "f": (1, "=?o * ?g", 1, 1)},
+          domains={**CONV_T1_DOMAINS, "g": (2, 1)},
+          doc="The same with groups: kernel i (C_in / groups of them per group) serves output channels "
+              "(i // (C_in / groups)) * (C_out / groups) + j, so the factor, reshaped to (groups, 1, C_out / "
+              "groups, 1, 1), scales the kernels reshaped to (groups, C_in / groups, C_out / groups, kh, kw)."),
     axiom("conv_scaled_identity_kernel", "norm",
           N("conv2d", "x", N("mul", identity_kernel(), bn(_ones(("?o", "?i", "?kh", "?kw")), axis=0)),
             **IDENTITY_CONV_ATTRS),
