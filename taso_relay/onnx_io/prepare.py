@@ -20,6 +20,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from . import legacy_forms
 from .errors import InputError
 
 NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
@@ -83,12 +84,13 @@ def load_onnx(path) -> "onnx.ModelProto":  # noqa: F821
         try:
             from onnx.external_data_helper import load_external_data_for_model
             load_external_data_for_model(model, str(path.parent))
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, onnx.checker.ValidationError) as exc:  # (a data file missing: the last)
             raise InputError(f"{path}: cannot load its external weights: {_first_line(exc)}") from exc
     try:
         onnx.checker.check_model(model)
     except (onnx.checker.ValidationError, ValueError) as exc:
-        raise InputError(f"{path} is not a valid ONNX model (truncated or corrupt?): {_first_line(exc)}") from exc
+        # (it parsed: not truncated; the checker's reason, which can run over lines, as one line)
+        raise InputError(f"{path} is not a valid ONNX model: {' '.join(str(exc).split())[:400]}") from exc
     return model
 
 
@@ -107,11 +109,12 @@ def _first_line(exc: BaseException) -> str:
 def _readable(message: str) -> str:
     """A Relax error as a user reads it: its operator's name for the operator's whole printed form (a line
     of argument descriptions), and plain numbers for T.int64(16)."""
-    name = re.search(r'name="relax\.([\w.]+)"', message[:4000]) if message.startswith("In ir.Op(") else None
+    name = re.search(r'name="relax\.([\w.]+)"', message[:4000]) if message.startswith(("In ir.Op(", "ir.Op(")) \
+        else None
     end = message.find("support_level=") if name else -1
-    end = message.find("),", end) if end >= 0 else -1
+    end = message.find(")", end) if end >= 0 else -1  # (the printed form ends "support_level=N)" and "," or not)
     if end >= 0:
-        message = f"In {name.group(1)}: {message[end + 2:].lstrip()}"
+        message = f"In {name.group(1)}: {message[end + 1:].lstrip(', ')}"
     return re.sub(r"T\.int64\((\d+)\)", r"\1", message)
 
 
@@ -471,7 +474,11 @@ def prepare(path, input_shapes: Mapping[str, Sequence[int]] | None = None, fold:
     inputs = pin_input_shapes(original, input_shapes or {})
     model = onnx.ModelProto()
     model.CopyFrom(original)
+    legacy_forms.drop_empty_trailing_outputs(model)
+    legacy_forms.drop_empty_resize_scales(model)
     model = infer_shapes(model)
+    if onnx_opset(model) <= 6:  # (broadcast=1, axis=k)
+        legacy_forms.refuse_axis_broadcast(model, _static_shapes(model), path)
     if any(n.op_type == "ConvTranspose" for n in model.graph.node):  # (an output_shape TVM would ignore)
         from .conv_transpose_shape import explicit_output_shapes
 
@@ -481,6 +488,11 @@ def prepare(path, input_shapes: Mapping[str, Sequence[int]] | None = None, fold:
         model, folded = fold_constants(model)
     converted = ""
     try:
+        upsample = legacy_forms.nearest_upsample(model) if onnx_opset(model) < CONVERTED_OPSET else ""
+        if upsample:  # (onnx's converter writes it as a Resize TVM reads right: imported that way or refused)
+            raise InputError(f"{path}: TVM's importer reads the nearest Upsample node '{upsample}' rounding where "
+                             f"ONNX floors (wrong numbers), and the model could not be converted to opset "
+                             f"{CONVERTED_OPSET} with onnxruntime confirming the conversion")
         mod = import_relax(model, path)
     except InputError as failed:
         model, mod, converted = _import_converted(model, path, inputs, failed)

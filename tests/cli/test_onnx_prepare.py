@@ -296,6 +296,12 @@ def test_an_importer_error_names_the_operator_not_its_printed_form():
                                       "dim 3 is 8, which are not broadcastable.")
     assert _readable("Type NoneType for size is currently unsupported") == \
         "Type NoneType for size is currently unsupported"
+    # (a batch norm's per-pixel parameters, opset 7's spatial=0: the printed form first, no comma after it)
+    batch_norm_error = ('ir.Op(span=None, ty=ir.Type(span=None), name="relax.nn.batch_norm", arguments=(ir.ArgumentInfo('
+                        'name="data", type_info="Tensor", description="Input.")), num_inputs=5, support_level=10) '
+                        'requires the input gamma to have as many dimensions as the length of input axes.')
+    assert _readable(batch_norm_error) == \
+        "In nn.batch_norm: requires the input gamma to have as many dimensions as the length of input axes."
 
 
 def _position_table_model(path):
@@ -355,3 +361,68 @@ def test_a_conv_transpose_output_shape_it_cannot_write_as_pads_is_refused(tmp_pa
     onnx.save(_conv_transpose_model([1, 4, 7, 5], strides=[2, 2], output_shape=[17, 9]), str(path))
     with pytest.raises(InputError, match="output_shape, which TVM's importer ignores.*17 on spatial axis 0"):
         prepare(path)
+
+
+def _old_model(nodes, x_shape, opset, inits=(), y_shape=None):
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, y_shape or ["a", "b", "c", "d"])],
+                              [numpy_helper.from_array(np.asarray(v), n) for n, v in inits])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _agrees_with_onnxruntime(path, x):
+    (want,) = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    (got,) = run_module(prepare(path).mod, [x])
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    return got
+
+
+@pytest.mark.parametrize("opset", [7, 8])
+def test_a_nearest_upsample_floors_as_onnx_says(opset, tmp_path):
+    """TVM's importer rounds a nearest Upsample's source pixel where ONNX floors it (a row [0, 0, 1, 2, 2, ...]
+    for [0, 0, 1, 1, 2, 2, ...]): the model is read through onnx's converter instead, confirmed by onnxruntime."""
+    path = tmp_path / "up.onnx"
+    up = helper.make_node("Upsample", ["x"], ["y"], mode="nearest", scales=[1.0, 1.0, 2.0, 3.0])
+    onnx.save(_old_model([up], [1, 2, 4, 4], opset, y_shape=[1, 2, 8, 12]), str(path))
+    x = np.arange(32, dtype="float32").reshape(1, 2, 4, 4)
+    got = _agrees_with_onnxruntime(path, x)
+    np.testing.assert_array_equal(got[0, 0, :, 0], [0, 0, 4, 4, 8, 8, 12, 12])
+
+
+@pytest.mark.parametrize("form", ["batch-norm-empty-outputs", "resize-sizes-empty-scales"])
+def test_old_forms_tvm_misreads_are_written_as_it_reads_them(form, tmp_path):
+    """A batch norm's unused outputs named "" (opset 9) and a Resize-11 given `sizes` with an empty `scales`:
+    TVM's importer refuses both as they are; written out, they import and compute what onnxruntime does."""
+    if form == "batch-norm-empty-outputs":
+        inits = [(n, np.linspace(0.5, 1.5, 3).astype("float32")) for n in ("g", "b", "m", "v")]
+        inits.append(("w", np.random.default_rng(1).standard_normal((3, 3, 1, 1)).astype("float32")))
+        # (after a Conv: onnxruntime 1.32 crashes running a lone batch norm with outputs named "")
+        nodes = [helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[1, 1]),
+                 helper.make_node("BatchNormalization", ["c", "g", "b", "m", "v"], ["y", "", "", "", ""])]
+        model = _old_model(nodes, [1, 3, 4, 3], 9, inits, [1, 3, 4, 3])
+    else:
+        inits = [("roi", np.zeros(0, "float32")), ("scales", np.zeros(0, "float32")),
+                 ("sizes", np.array([1, 3, 8, 6], "int64"))]
+        nodes = [helper.make_node("Resize", ["x", "roi", "scales", "sizes"], ["y"], mode="nearest")]
+        model = _old_model(nodes, [1, 3, 4, 3], 11, inits, [1, 3, 8, 6])
+    path = tmp_path / "old.onnx"
+    onnx.save(model, str(path))
+    _agrees_with_onnxruntime(path, np.random.default_rng(0).uniform(-1, 1, (1, 3, 4, 3)).astype("float32"))
+
+
+def test_opset_6_broadcast_along_an_axis_is_refused(tmp_path):
+    """Opset 6's Add with broadcast=1 and axis=1 adds b along the channels; TVM's importer adds it along the last
+    axis. Refused with what to do; the trailing alignment (what numpy does) is read as it is."""
+    def model(axis, b_len):
+        add = helper.make_node("Add", ["x", "b"], ["y"], broadcast=1, axis=axis)
+        return _old_model([add], [1, 4, 4, 4], 6, [("b", np.arange(b_len, dtype="float32"))], [1, 4, 4, 4])
+
+    path = tmp_path / "add.onnx"
+    onnx.save(model(1, 4), str(path))
+    with pytest.raises(InputError, match="Add node 'y' broadcasts along axis 1 .*opset 7 or later"):
+        prepare(path)
+    onnx.save(model(3, 4), str(path))
+    x = np.random.default_rng(0).uniform(-1, 1, (1, 4, 4, 4)).astype("float32")
+    (got,) = run_module(prepare(path).mod, [x])
+    np.testing.assert_allclose(got, x + np.arange(4, dtype="float32"), rtol=1e-6)
