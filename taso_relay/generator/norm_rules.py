@@ -34,83 +34,63 @@ def shift_nodes(channels: str) -> list[dict]:
 
 
 _CONV_T = {"strides": "?s", "padding": "?p", "output_padding": "?op", "dilation": "?d", "groups": 1}
-# per conv: its attributes, the kernel axis of its output channels, an example's kernel shape and variables
+# per conv: its attributes, an example's kernel shape and variables, and the axiom that moves the scale into it
 _CONVS = {
-    "conv2d": (_CONV, 0, [6, 2, 3, 3], {"s": [2, 2], "p": [1, 1, 1, 1], "d": [1, 1], "g": 2}),
-    "conv2d_transpose": (_CONV_T, 1, [4, 6, 4, 4], {"s": [2, 2], "p": [1, 1, 1, 1], "op": [1, 0], "d": [1, 1]}),
+    "conv2d": (_CONV, [6, 2, 3, 3], {"s": [2, 2], "p": [1, 1, 1, 1], "d": [1, 1], "g": 2}, "conv_scale_weights"),
+    "conv2d_transpose": (_CONV_T, [4, 6, 4, 4], {"s": [2, 2], "p": [1, 1, 1, 1], "op": [1, 0], "d": [1, 1]},
+                         "conv_transpose_channel_factor"),
+    "grouped": ({**_CONV_T, "groups": "?g"}, [4, 3, 4, 4], {"s": [2, 2], "p": [1, 1, 1, 1], "op": [0, 0],
+                                                          "d": [1, 1], "g": 2}, "conv_transpose_group_factor"),
 }
 
 
+def _scaled_kernel(conv: str) -> tuple[list[dict], str]:
+    """Nodes ending in `w_scaled`, the kernels times gamma / sqrt(var + eps) per output channel (a batch norm of
+    ones with zero mean and shift), and the output channels' count. A conv's kernels hold them on axis 0; a
+    transposed conv's on axis 1, where a (1, C, 1, 1) scale broadcasts as on its output; a grouped one's C / g per
+    group: kernels (C_in / g per group) reshaped to (g, C_in / g, C / g, kh, kw), the scale to (g, 1, C / g, 1, 1)."""
+    channels = {"conv2d": "dim(w, 0)", "conv2d_transpose": "dim(w, 1)", "grouped": "dim(w, 1) * ?g"}[conv]
+    axis = 0 if conv == "conv2d" else 1
+    shape = f"=({channels}, 1, 1, 1)" if axis == 0 else f"=(1, {channels}, 1, 1)"
+    nodes = [_node("zero", "sub", ["mean", "mean"]),
+             _node("ones_o", "constant", [], kind="ones", shape=shape),
+             _node("scale", "batch_norm", ["ones_o", "gamma", "zero", "zero", "var"], axis=axis, epsilon="?e")]
+    if conv != "grouped":
+        return nodes + [_node("w_scaled", "mul", ["w", "scale"])], channels
+    return nodes + [
+        _node("scale_g", "reshape", ["scale"], shape="=(?g, 1, dim(w, 1), 1, 1)"),
+        _node("w_g", "reshape", ["w"], shape="=(?g, dim(w, 0) // ?g, dim(w, 1), dim(w, 2), dim(w, 3))"),
+        _node("w_g_scaled", "mul", ["w_g", "scale_g"]),
+        _node("w_scaled", "reshape", ["w_g_scaled"], shape="=(dim(w, 0), dim(w, 1), dim(w, 2), dim(w, 3))"),
+    ], channels
+
+
 def _fold(id_, with_bias: bool, doc: str, conv: str = "conv2d") -> dict:
-    """batch_norm(conv(x, w) [+ bias]) => conv(x, w * scale) + shift, scale and shift of the weights only. For a
-    transposed conv (one group), the kernel's output channels are its axis 1, where a (1, C, 1, 1) scale
-    broadcasts as it does on the output (axiom norm/conv_transpose_channel_factor)."""
-    attrs, out_axis, kernel, example_vars = _CONVS[conv]
-    source = [_node("c", conv, ["x", "w"], **attrs)]
+    """batch_norm(conv(x, w) [+ bias]) => conv(x, w * scale) + shift, scale and shift of the weights only; `conv`
+    is conv2d, conv2d_transpose (one group) or grouped (conv2d_transpose with groups > 1)."""
+    attrs, kernel, example_vars, axiom = _CONVS[conv]
+    op = "conv2d" if conv == "conv2d" else "conv2d_transpose"
+    source = [_node("c", op, ["x", "w"], **attrs)]
     if with_bias:
         source.append(_node("a", "add", ["c", "bias"]))
     source.append(_node("bn", "batch_norm", [source[-1]["id"]] + BN, axis=1, epsilon="?e"))
-    channels = f"dim(w, {out_axis})"
-    scale_shape = f"=({channels}, 1, 1, 1)" if out_axis == 0 else f"=(1, {channels}, 1, 1)"
-    target = [
-        _node("zero", "sub", ["mean", "mean"]),
-        _node("ones_o", "constant", [], kind="ones", shape=scale_shape),
-        # gamma / sqrt(var + eps) per output channel, as a batch norm of ones with zero mean and shift
-        _node("scale", "batch_norm", ["ones_o", "gamma", "zero", "zero", "var"], axis=out_axis, epsilon="?e"),
-        _node("w_scaled", "mul", ["w", "scale"]),
-        _node("conv", conv, ["x", "w_scaled"], **attrs),
-    ]
+    target, channels = _scaled_kernel(conv)
+    target.append(_node("conv", op, ["x", "w_scaled"], **attrs))
     if with_bias:  # the bias goes through the batch norm
         target.append(_node("shift", "batch_norm", ["bias"] + BN, axis=1, epsilon="?e"))
     else:
         target += shift_nodes(channels)
     target.append(_node("out", "add", ["conv", "shift"]))
     inputs = [("x", "any"), ("w", "weight")] + [(n, "weight") for n in BN] + ([("bias", "weight")] * with_bias)
-    shapes = {"x": [1, 4, 8, 8], "w": kernel, **{n: [6] for n in BN}}
+    shapes = {"x": [1, 4, 5, 5] if conv == "grouped" else [1, 4, 8, 8], "w": kernel, **{n: [6] for n in BN}}
     if with_bias:
         shapes["bias"] = [1, 6, 1, 1]
-    proof = _PROOF if conv == "conv2d" else _PROOF.replace("conv_scale_weights", "conv_transpose_channel_factor")
     return {"id": id_, "inputs": [{"name": n, "kind": k} for n, k in inputs], "source": source, "target": target,
             "outputs": [["bn", "out"]],
-            "constraints": [f"shape(bias) == (1, {channels}, 1, 1)"] if with_bias else [],
+            "constraints": ["?g > 1"] * (conv == "grouped") + [f"shape(bias) == (1, {channels}, 1, 1)"] * with_bias,
             "example": {"inputs": shapes, "vars": {**example_vars, "e": 1e-05}},
-            "provenance": {"generator": "handwritten", "family": "norm", "proof": proof, "doc": doc,
-                           "phase": "first"}}
-
-
-def _fold_grouped(id_, with_bias: bool) -> dict:
-    """batch_norm(conv2d_transpose[groups > 1](x, w) [+ bias]) => the same conv with each group's kernels scaled
-    by its output channels' scale, and a shift: the kernels (C_in, C_out / g, kh, kw) reshaped to (g, C_in / g,
-    C_out / g, kh, kw), the (1, C_out, 1, 1) scale to (g, 1, C_out / g, 1, 1) (axiom
-    norm/conv_transpose_group_factor)."""
-    attrs = {**_CONV_T, "groups": "?g"}
-    rule = _fold(id_, with_bias, "", "conv2d_transpose")
-    rule["source"][0]["attrs"] = dict(attrs)
-    channels = "dim(w, 1) * ?g"
-    target = [
-        _node("zero", "sub", ["mean", "mean"]),
-        _node("ones_o", "constant", [], kind="ones", shape=f"=(1, {channels}, 1, 1)"),
-        _node("scale", "batch_norm", ["ones_o", "gamma", "zero", "zero", "var"], axis=1, epsilon="?e"),
-        _node("scale_g", "reshape", ["scale"], shape="=(?g, 1, dim(w, 1), 1, 1)"),
-        _node("w_g", "reshape", ["w"], shape="=(?g, dim(w, 0) // ?g, dim(w, 1), dim(w, 2), dim(w, 3))"),
-        _node("w_g_scaled", "mul", ["w_g", "scale_g"]),
-        _node("w_scaled", "reshape", ["w_g_scaled"], shape="=(dim(w, 0), dim(w, 1), dim(w, 2), dim(w, 3))"),
-        _node("conv", "conv2d_transpose", ["x", "w_scaled"], **attrs),
-    ]
-    if with_bias:
-        target.append(_node("shift", "batch_norm", ["bias"] + BN, axis=1, epsilon="?e"))
-    else:
-        target += shift_nodes(channels)
-    rule["target"] = target + [_node("out", "add", ["conv", "shift"])]
-    rule["constraints"] = ["?g > 1"] + [f"shape(bias) == (1, {channels}, 1, 1)"] * with_bias
-    rule["example"] = {"inputs": {"x": [1, 4, 5, 5], "w": [4, 3, 4, 4], **{n: [6] for n in BN},
-                                  **({"bias": [1, 6, 1, 1]} if with_bias else {})},
-                       "vars": {"s": [2, 2], "p": [1, 1, 1, 1], "op": [0, 0], "d": [1, 1], "g": 2, "e": 1e-05}}
-    rule["provenance"]["proof"] = _PROOF.replace("conv_scale_weights", "conv_transpose_group_factor")
-    rule["provenance"]["doc"] = ("The same for a grouped transposed conv (depthwise too): each group's kernels "
-                                 "scaled by its own output channels' scale"
-                                 + (", the bias through the batch norm." if with_bias else "."))
-    return rule
+            "provenance": {"generator": "handwritten", "family": "norm", "proof": _PROOF.replace(
+                "conv_scale_weights", axiom), "doc": doc, "phase": "first"}}
 
 
 _FACTORS = {4: "(1, dim(w, 0), 1, 1)", 3: "(dim(w, 0), 1, 1)"}  # a factor per output channel, by its rank
@@ -239,8 +219,11 @@ def norm_rules() -> list[dict]:
               "conv2d_transpose"),
         _fold("h-bn-convT-bias", True, "The same with the transposed conv's bias between: the bias goes through "
                                        "the batch norm.", "conv2d_transpose"),
-        _fold_grouped("h-bn-convT-grouped", False),
-        _fold_grouped("h-bn-convT-grouped-bias", True),
+        _fold("h-bn-convT-grouped", False, "The same for a grouped transposed conv (depthwise too): each group's "
+                                           "kernels scaled by its own output channels' scale.", "grouped"),
+        _fold("h-bn-convT-grouped-bias", True, "The same for a grouped transposed conv (depthwise too): each "
+                                               "group's kernels scaled by its own output channels' scale, the bias "
+                                               "through the batch norm.", "grouped"),
         *(_factor(f"h-factor-conv{'-bias' * b}{r}", r, b) for r in (4, 3) for b in (True, False)),
         *(_matmul_fold(f"h-bn-matmul{'-bias' * b}{r}", r, b) for r in (2, 3) for b in (False, True)),
         _matmul_fold("h-bn-rows-matmul", 3, False, rows=True),

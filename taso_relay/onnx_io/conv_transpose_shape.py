@@ -39,8 +39,8 @@ def explicit_output_shapes(model, shapes: dict, path) -> int:
         x, kernel = shapes.get(node.input[0]), _kernel(node, attrs, shapes, initializers)
         where = f"{path}: ConvTranspose node '{node.name or node.output[0]}' sets output_shape, which TVM's importer"
         if x is None or kernel is None:
-            raise InputError(f"{where} ignores, and its input's size is not known here (pin the model's input "
-                             "shapes with --input-shape)")
+            raise InputError(f"{where} ignores, and its input's or kernel's size is not known here (pin the model's "
+                             "input shapes with --input-shape)")
         spatial = len(x) - 2
         out = list(attrs["output_shape"])[-spatial:]
         strides = list(attrs.get("strides", [1] * spatial))

@@ -188,6 +188,26 @@ def test_an_onnxruntime_refusal_of_the_model_leaves_the_comparison_with_tvms_ori
     assert record["rewritten_vs_original"] < 1e-5
 
 
+def test_where_tvms_import_differs_from_onnxruntime_it_is_said_not_counted(tmp_path, monkeypatch, capsys):
+    """A model TVM's importer reads into another shape than onnxruntime computes (ConvTranspose's output_shape
+    before session 40, an If whose branch ends in a batch norm): not the pass's failure, but said, in the record
+    and in the summary, where the figure used to be a bare null."""
+    real = check_models.onnxruntime_outputs
+
+    def cropped(path, arrays):
+        outputs, why = real(path, arrays)
+        return [o[..., :1] for o in outputs], why
+
+    monkeypatch.setattr(check_models, "onnxruntime_outputs", cropped)
+    path = models.save(models.small_cnn(), tmp_path / "small.onnx")
+    out = tmp_path / "results.jsonl"
+    assert check_models.main([str(path), "--json", str(out), "--time-limit", "2"]) == 0
+    (record,) = records(out)
+    assert record["original_vs_onnxruntime"] is None and record["rewritten_vs_original"] < 1e-5
+    assert record["onnxruntime"].startswith("TVM's import computes outputs of shapes")
+    assert "1 where TVM's import of the model (the original, before the pass) differs" in capsys.readouterr().err
+
+
 def test_a_model_computing_in_bfloat16_is_judged_with_bfloat16_rounding(tmp_path):
     """float32 in and out, the two matmuls in bfloat16 (which onnxruntime cannot run): merged, they round
     differently by a fraction of a bfloat16 step, far past --tolerance; --bfloat16-tolerance judges it."""
