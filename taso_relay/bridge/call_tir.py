@@ -18,8 +18,8 @@ NOT_TOPI = "a call_tir that is not one of topi's maximum, minimum, einsum, tile,
 
 def import_call_tir(call, mod) -> Reading:
     """A call_tir whose PrimFunc is exactly one of topi's, for the argument shapes, as the graph op
-    computing the same: maximum or minimum of two arguments (TVM's ONNX importer emits Clip that
-    way: ReLU6 in every MobileNetV2), a tile that only repeats dimensions of size 1, which is a
+    computing the same: maximum or minimum of two arguments or of one and a float (TVM's ONNX importer
+    emits Clip that way: ReLU6 in every MobileNetV2), a tile that only repeats dimensions of size 1, which is a
     broadcast_to (ONNX Tile from PyTorch's repeat_interleave: grouped-query attention's K and V),
     or a constant pad (ONNX Pad: Swin's window padding), or an einsum of two operands that is a
     matmul (ONNX Einsum: MaxViT's attention; bridge/einsum.py). The PrimFunc is compared structurally
@@ -30,7 +30,7 @@ def import_call_tir(call, mod) -> Reading:
         reading = _as_binary(call, prim, args) or _as_einsum(call, prim, args)
     elif len(args) == 1:
         reading = _as_broadcast(call, prim, args[0]) or _as_pad(call, prim, args[0]) or \
-            _as_resize1d(call, prim, args[0])
+            _as_resize1d(call, prim, args[0]) or _as_scalar_bound(call, prim, args[0])
     if reading is None:
         raise Unsupported(NOT_TOPI)
     return reading
@@ -62,6 +62,21 @@ def _as_binary(call, prim, args) -> Reading | None:
             return None
         if structural_equal(prim, reference):
             return name, {}, list(args)
+    return None
+
+
+def _as_scalar_bound(call, prim, arg) -> Reading | None:
+    """topi.maximum or minimum of a tensor and a float: TVM's importer writes an opset-6 Clip (min and max
+    as attributes: ReLU6 in the ONNX model zoo's MobileNets) so. Read as the graph op with the bound a scalar
+    weight; the bound is one of the PrimFunc's float literals, and topi's PrimFunc for it must be the same."""
+    if static_shape(call.ty) != static_shape(arg.ty) or dtype_of(arg.ty) not in ("float16", "float32", "float64"):
+        return None
+    from tvm import topi
+
+    for bound in sorted(_float_constants(prim)):
+        for name, fn in (("maximum", topi.maximum), ("minimum", topi.minimum)):
+            if structural_equal(prim, _emitted(fn, [arg.ty], bound)):
+                return name, {}, [arg, relax.const(np.asarray(bound, dtype_of(arg.ty)))]
     return None
 
 

@@ -25,7 +25,8 @@ def fold_rules():
                                               "h-factor-conv-bias4", "h-factor-conv-bias3", "h-factor-conv4",
                                               "h-factor-conv3", "h-bn-matmul2", "h-bn-matmul3",
                                               "h-bn-matmul-bias2", "h-bn-matmul-bias3", "h-bn-rows-matmul",
-                                              "h-bn-before-matmul2", "h-bn-before-matmul3"}
+                                              "h-bn-before-matmul2", "h-bn-before-matmul3", "h-bn-convT",
+                                              "h-bn-convT-bias", "h-bn-convT-grouped", "h-bn-convT-grouped-bias"}
     return [m.rule for m in rules]
 
 
