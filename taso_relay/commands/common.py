@@ -228,8 +228,19 @@ def describe_tensors(tensors) -> str:
 
 # ---- output ---------------------------------------------------------------------------------------
 def first_line(exc: BaseException) -> str:
+    """The exception's first line; for one with no message (a bare assert in TVM's topi), the name and the
+    source line that raised it, where it is."""
     text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    if text:
+        return text.splitlines()[0]
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames or not frames[-1].line:
+        return type(exc).__name__
+    last = frames[-1]
+    where = "/".join(Path(last.filename).parts[-3:])
+    return f"{type(exc).__name__} in {where}, {last.name}: {last.line.strip()}"
 
 
 @contextlib.contextmanager

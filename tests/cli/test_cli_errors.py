@@ -103,3 +103,20 @@ def test_a_tvm_build_failure_is_said_to_be_tvms(cli, small, tmp_path, monkeypatc
     assert status == 1 and "internal error" not in err
     assert err.startswith("taso-relay: TVM could not build the model: Binary operators") and err.count("\n") == 1
     assert "(with --no-taso too: the model as imported)" in err
+
+
+def test_an_error_without_a_message_says_where_it_was_raised():
+    """TVM's topi asserts without a message (prelu's slope length): `compile` said only "AssertionError"; the
+    source line that raised it says what was checked."""
+    from taso_relay.commands.common import first_line
+
+    def slope_check(slope, channels):
+        if slope != channels:
+            raise AssertionError
+
+    try:
+        slope_check(4, 3)
+    except AssertionError as exc:
+        said = first_line(exc)
+    assert said.startswith("AssertionError in ") and said.endswith("slope_check: raise AssertionError")
+    assert first_line(ValueError("first\nsecond")) == "first"
