@@ -66,25 +66,35 @@ def unet1d_up(m: Model):
     (unet1d_up, ["h-bn-conv", "h-bn-conv"], "conv1d x2, resize1d"),
 ], ids=["resnet1d-block", "conformer-conv-module", "unet1d-up"])
 def test_a_batch_norm_after_a_conv1d_folds_into_it(build, rules, one_d, tmp_path, run_module, rng):
+    report, _ = folds_and_exports(build(Model(4)), rules, one_d, tmp_path, run_module, rng)
+    assert "read as 2-D" in report.summary()
+
+
+def folds_and_exports(model, rules, one_d, tmp_path, run_module, rng):
+    """The ONNX `model` through TASOPass with every rewrite kept: the first phase's folds are `rules` (sorted), every
+    batch norm gone, the 1-D reading `one_d`; the result computes what the original does in TVM and, written as ONNX,
+    in onnxruntime. (its report, the exported model's op types)"""
     from taso_relay.onnx_io import prepare
     from taso_relay.onnx_io.export import export_module, run_onnxruntime
 
-    prepared = prepare(saved(tmp_path, build(Model(4))), {})
+    prepared = prepare(saved(tmp_path, model), {})
     mod = prepared.mod
     taso = TASOPass(verify_speed=False, min_gain=0.0)  # (a small model: the speed check is the benchmarks')
     out = taso(mod)
     report = taso.report["main"]
-    assert report.status == "optimized" and report.one_d == one_d and "read as 2-D" in report.summary()
+    assert report.status == "optimized" and report.one_d == one_d
     assert sorted(a.rule_id for a in report.search.applied[:report.search.first_phase]) == rules
     assert batch_norm_calls(mod) == len(rules) and batch_norm_calls(out) == 0
     inputs = computes_the_same(mod, out, run_module, rng)
 
-    exported = export_module(out, prepared)  # the rewritten model written as ONNX: 2-D Convs between reshapes
+    exported = export_module(out, prepared)  # the rewritten model written as ONNX (1-D: 2-D ops between reshapes)
     assert exported.exported, exported.reason
-    assert "BatchNormalization" not in [n.op_type for n in exported.model.graph.node]
+    kinds = [n.op_type for n in exported.model.graph.node]
+    assert "BatchNormalization" not in kinds
     (onnx_want,), (onnx_got,) = (run_onnxruntime(model, {"x": inputs[0]})
                                  for model in (prepared.original, exported.model))
     np.testing.assert_allclose(onnx_got, onnx_want, rtol=1e-4, atol=1e-5)
+    return report, kinds
 
 
 def test_a_conv1d_model_with_nothing_to_fold_is_returned_as_given(tmp_path):

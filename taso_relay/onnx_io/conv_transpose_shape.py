@@ -9,12 +9,7 @@ total at the end is more output padding, which is what onnxruntime computes too.
 from __future__ import annotations
 
 from .errors import InputError
-
-
-def _attrs(node) -> dict:
-    from onnx import helper
-
-    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+from .legacy_forms import node_attrs
 
 
 def _kernel(node, attrs, shapes, initializers) -> tuple[int, ...] | None:
@@ -35,7 +30,7 @@ def explicit_output_shapes(model, shapes: dict, path) -> int:
     for node in model.graph.node:
         if node.op_type != "ConvTranspose" or not any(a.name == "output_shape" for a in node.attribute):
             continue
-        attrs = _attrs(node)
+        attrs = node_attrs(node)
         x, kernel = shapes.get(node.input[0]), _kernel(node, attrs, shapes, initializers)
         where = f"{path}: ConvTranspose node '{node.name or node.output[0]}' sets output_shape, which TVM's importer"
         if x is None or kernel is None:

@@ -12,6 +12,13 @@ from .errors import InputError
 LEGACY_BROADCAST = ("Add", "Sub", "Mul", "Div")
 
 
+def node_attrs(node) -> dict:
+    """An ONNX node's attributes by name, as Python values."""
+    from onnx import helper
+
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
 def drop_empty_trailing_outputs(model) -> int:
     """Optional outputs named "" at the end of a node's outputs are not outputs at all: left out. How many."""
     dropped = 0
@@ -36,32 +43,24 @@ def drop_empty_resize_scales(model) -> int:
 
 def nearest_upsample(model) -> str:
     """The first nearest Upsample's name ("" if none): TVM's importer rounds where ONNX floors."""
-    from onnx import helper
-
     for node in model.graph.node:
         if node.op_type == "Upsample":
-            mode = {a.name: helper.get_attribute_value(a) for a in node.attribute}.get("mode", b"nearest")
+            mode = node_attrs(node).get("mode", b"nearest")
             if (mode.decode() if isinstance(mode, bytes) else mode) == "nearest":
                 return node.name or node.output[0]
     return ""
 
 
-def refuse_axis_broadcast(model, shapes: dict, path) -> None:
+def refuse_axis_broadcast(model, shapes: dict, path, opset: int) -> None:
     """InputError for opset 6's broadcast along an axis other than the trailing ones (`broadcast=1, axis=k` with
     k != rank(A) - rank(B)), which TVM's importer reads as numpy's trailing broadcast: wrong numbers."""
-    from onnx import helper
-
     ranks = {**{name: len(s) for name, s in shapes.items()}, **{t.name: len(t.dims) for t in model.graph.initializer}}
     for node in model.graph.node:
-        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        attrs = node_attrs(node)
         if node.op_type not in LEGACY_BROADCAST or not attrs.get("broadcast") or "axis" not in attrs:
             continue
         a, b = (ranks.get(name) for name in node.input[:2])
         if a is None or b is None or attrs["axis"] % max(a, 1) != a - b:
             raise InputError(f"{path}: {node.op_type} node '{node.name or node.output[0]}' broadcasts along axis "
-                             f"{attrs['axis']} (opset {_opset(model)}'s broadcast=1, axis=...), which TVM's importer "
+                             f"{attrs['axis']} (opset {opset}'s broadcast=1, axis=...), which TVM's importer "
                              "reads as numpy's trailing broadcast; export the model at opset 7 or later")
-
-
-def _opset(model) -> int:
-    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)

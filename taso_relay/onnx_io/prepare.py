@@ -477,8 +477,9 @@ def prepare(path, input_shapes: Mapping[str, Sequence[int]] | None = None, fold:
     legacy_forms.drop_empty_trailing_outputs(model)
     legacy_forms.drop_empty_resize_scales(model)
     model = infer_shapes(model)
-    if onnx_opset(model) <= 6:  # (broadcast=1, axis=k)
-        legacy_forms.refuse_axis_broadcast(model, _static_shapes(model), path)
+    opset = onnx_opset(model)
+    if opset <= 6:  # (broadcast=1, axis=k)
+        legacy_forms.refuse_axis_broadcast(model, _static_shapes(model), path, opset)
     if any(n.op_type == "ConvTranspose" for n in model.graph.node):  # (an output_shape TVM would ignore)
         from .conv_transpose_shape import explicit_output_shapes
 
@@ -488,7 +489,7 @@ def prepare(path, input_shapes: Mapping[str, Sequence[int]] | None = None, fold:
         model, folded = fold_constants(model)
     converted = ""
     try:
-        upsample = legacy_forms.nearest_upsample(model) if onnx_opset(model) < CONVERTED_OPSET else ""
+        upsample = legacy_forms.nearest_upsample(model) if opset < CONVERTED_OPSET else ""
         if upsample:  # (onnx's converter writes it as a Resize TVM reads right: imported that way or refused)
             raise InputError(f"{path}: TVM's importer reads the nearest Upsample node '{upsample}' rounding where "
                              f"ONNX floors (wrong numbers), and the model could not be converted to opset "
