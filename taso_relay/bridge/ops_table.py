@@ -573,6 +573,22 @@ def _channel_shuffle_out(a: dict, x, ty, emit):
     return op.reshape(parts, tuple(ty.shape))
 
 
+def _subpixel_kernel_out(a: dict, xs, ts, emit):
+    """The taps gathered from the kernel with a zero tap appended (graph/ops/subpixel.py), then its
+    phases moved to the output channels; weights only, so FoldConstant computes it."""
+    from ..graph.ops.subpixel import subpixel_taps
+
+    c, o, kh, kw = ts[0].shape
+    (sh, sw), (ph, pw) = a["strides"], a["padding"]
+    th, tw = subpixel_taps(kh, sh, ph), subpixel_taps(kw, sw, pw)
+    padded = emit(op.nn.pad(xs[0], [0, 0, 0, 0, 0, 1, 0, 1]))
+    rows = emit(op.take(padded, relax.const(th.reshape(-1).astype("int64")), axis=2))
+    taps = emit(op.take(rows, relax.const(tw.reshape(-1).astype("int64")), axis=3))
+    split = emit(op.reshape(taps, (c, o, sh, th.shape[1], sw, tw.shape[1])))
+    moved = emit(op.permute_dims(split, [1, 2, 4, 0, 3, 5]))
+    return op.reshape(moved, (o * sh * sw, c, th.shape[1], tw.shape[1]))
+
+
 Exporter = Callable[[dict, list, list, Emit], Any]  # attrs, arg exprs, arg TensorTypes, emit
 EXPORTERS: dict[str, Exporter] = {
     "conv2d": _conv2d_out,
@@ -603,6 +619,7 @@ EXPORTERS: dict[str, Exporter] = {
     "where": lambda a, xs, ts, emit: op.where(xs[0], xs[1], xs[2]),
     "pad": lambda a, xs, ts, emit: op.nn.pad(xs[0], list(a["pad_width"]), "constant", a["value"]),
     "enlarge": _enlarge_out,
+    "subpixel_kernel": _subpixel_kernel_out,
     **{name: _reduce_out(name) for name in ("sum", "mean", "max", "min", "variance")},
     **{name: (lambda f: lambda a, xs, ts, emit: f(xs[0]))(f) for name, f in _UNARY_MAKERS.items()},
     **{name: (lambda f: lambda a, xs, ts, emit: f(xs[0], xs[1]))(f) for name, f in _BINARY_MAKERS.items()},

@@ -367,6 +367,9 @@ def encode_op(op: str, attrs: Mapping[str, Any], args: list) -> Built:
                             args)]
     elif op == "enlarge":
         b.outputs = [_apply(b, "enlarge", list(_tuple(a["kernel"], 2, "kernel")), args)]
+    elif op == "subpixel_kernel":
+        ints = [*_tuple(a["strides"], 2, "strides"), *_tuple(a["padding"], 2, "padding")]
+        b.outputs = [_apply(b, "subpixel_kernel", ints, args)]
     elif op in ("max_pool2d", "avg_pool2d") and a["layout"] in DATA_TO_NCHW:
         ints = [*_tuple(a["kernel"], 2, "kernel"), *_tuple(a["strides"], 2, "strides"),
                 *_tuple(a["padding"], 4, "padding"), *_tuple(a["dilation"], 2, "dilation"), a["ceil_mode"]]

@@ -24,6 +24,11 @@ def transposed_out(size, k, s, lo, hi, output_padding, d):
     return (size - 1) * s - lo - hi + d * (k - 1) + output_padding + 1
 
 
+def subpixel_size(k, s, p):
+    """graph/ops/subpixel.py's window, in Z3's integer division (floor for positive divisors)."""
+    return (k - 1 - p) / s + (p + s - 1) / s + 1
+
+
 def _clamp_index(i, d):
     j = z3.If(i < 0, i + d, i)
     return z3.If(j < 0, 0, z3.If(j > d, d, j))
@@ -121,6 +126,12 @@ def facts(name: str, ints, args, out) -> list:
                     (kh - dim(w, 2)) % 2 == 0, (kw - dim(w, 3)) % 2 == 0,
                     shp(out) == supd(supd(shp(w), 2, kh), 3, kw)] + \
             _dims_are(out, [dim(w, 0), dim(w, 1), kh, kw])
+    if name == "subpixel_kernel":  # graph/ops/subpixel.py: the window per axis, from the furthest tap back
+        sh, sw, ph, pw = ints
+        (w,) = args
+        return f + [rank(w) == 4, sh >= 1, sw >= 1, ph >= 0, pw >= 0, ph <= dim(w, 2) - 1, pw <= dim(w, 3) - 1] + \
+            _dims_are(out, [dim(w, 1) * sh * sw, dim(w, 0), subpixel_size(dim(w, 2), sh, ph),
+                            subpixel_size(dim(w, 3), sw, pw)])
     if name in ("max_pool2d", "avg_pool2d"):
         kh, kw, sh, sw, pt, pl, pb, pr, dh, dw, ceil = ints[:11]
         (x,) = args

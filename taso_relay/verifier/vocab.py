@@ -72,6 +72,7 @@ SIGNATURES: dict[str, tuple[int, int]] = {
     "concat": (1, 2),
     "slice": (3, 1),  # axis, begin, end
     "enlarge": (2, 1),
+    "subpixel_kernel": (4, 1),  # strides (h, w), then the transposed conv's padding (top, left)
     "max_pool2d": (len(POOL_PARAMS), 1),
     "avg_pool2d": (len(POOL_PARAMS) + 1, 1),  # + count_include_pad
     "resize2d": (5, 1),  # output H and W, then the codes of method, coordinate mode and rounding (NCHW)

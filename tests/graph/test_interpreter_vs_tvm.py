@@ -96,6 +96,8 @@ CASES = {
     "reshape": one_op("reshape", [(2, 3, 4)], shape=(4, 6)),
     "enlarge_1x1": one_op("enlarge", [(4, 3, 1, 1)], kernel=(3, 3)),
     "enlarge_3x3": one_op("enlarge", [(4, 3, 3, 3)], kernel=(5, 5)),
+    "subpixel_kernel_k4s2p1": one_op("subpixel_kernel", [(4, 3, 4, 4)], strides=(2, 2), padding=(1, 1)),
+    "subpixel_kernel_k3x2": one_op("subpixel_kernel", [(2, 3, 3, 2)], strides=(2, 1), padding=(1, 0)),
     "strided_slice": one_op("strided_slice", [(5, 6, 7)], axes=(0, 2), begin=(1, 0), end=(4, 7), strides=(2, 3)),
     "strided_slice_negative": one_op("strided_slice", [(5, 6)], axes=(1,), begin=(-2,), end=(100,)),
     "strided_slice_reverse": one_op("strided_slice", [(5, 6)], axes=(0,), begin=(4,), end=(0,), strides=(-2,)),

@@ -5,6 +5,7 @@ import pytest
 
 from taso_relay.verifier import axioms as AX
 from taso_relay.verifier.axioms import N, axiom, to_z3
+from taso_relay.verifier.axioms import subpixel as SP
 from taso_relay.verifier.axioms.common import ACTS, CONV_DOMAINS, sl
 from taso_relay.verifier.concrete import check_axiom
 
@@ -137,6 +138,21 @@ WRONG = [
           N("conv2d_transpose", "x", N("mul", "w", N("strided_slice", "f", axes=(1,), begin=(0,), end=(2,),
                                                      strides=(1,))), groups=2),
           shapes={"x": ("n", 4, "h", "w"), "w": (4, 2, 3, 3), "f": (1, 4, 1, 1)}),
+    # the sub-pixel conv's phases interleaved with the row and column phases swapped
+    axiom("wrong_subpixel_phase_order", "subpixel", N("conv2d_transpose", "x", "w", **SP.CONV_T),
+          N("reshape", N("transpose", N("reshape", N("conv2d", "x", N("subpixel_kernel", "w", **SP.KERNEL_ATTRS),
+                                                     **SP.CONV_ATTRS), shape=SP.PHASES), perm=(0, 1, 4, 3, 5, 2)),
+            shape=SP.OUT),
+          guard=SP.GUARD, shapes={"x": X4, "w": ("c", "o", 4, 4)}, domains={"s": ((2, 2),), "p": ((1, 1, 1, 1),),
+                                                                             "op": ((0, 0),)}),
+    # its taps gathered for the padding after the data instead of before (asymmetric padding)
+    axiom("wrong_subpixel_padding_side", "subpixel", N("conv2d_transpose", "x", "w", **SP.CONV_T),
+          N("reshape", N("transpose", N("reshape", N("conv2d", "x", N("subpixel_kernel", "w", strides="?s",
+                                                                     padding="=(?p[2], ?p[3])"),
+                                                     **SP.CONV_ATTRS), shape=SP.PHASES), perm=SP.PHASE_PERM),
+            shape=SP.OUT),
+          guard=SP.GUARD, shapes={"x": X4, "w": ("c", "o", 4, 4)}, domains={"s": ((2, 2),), "p": ((1, 1, 2, 2),),
+                                                                             "op": ((1, 1),)}),
 ]
 
 

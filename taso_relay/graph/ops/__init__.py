@@ -1,5 +1,5 @@
 """The operator table. Importing this package registers every operator."""
-from . import conv_transpose, elementwise, layout, linear, norm, pool, reduce, resize, shuffle, sources  # noqa: F401
+from . import conv_transpose, elementwise, layout, linear, norm, pool, reduce, resize, shuffle, sources, subpixel  # noqa: F401
 from .activation import ACTIVATIONS
 from .registry import OPS, REQUIRED, OpDef, Pattern, get_op
 

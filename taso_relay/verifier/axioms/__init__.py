@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from . import activation, batched, concat_split, constants, elementwise, enlarge, linear, pad, pool, scalar, transpose
 from .base import Axiom, N, Z3Axiom, axiom, to_z3
-from . import norm
+from . import norm, subpixel
 
 FAMILIES = {
     "elementwise": elementwise.AXIOMS,
@@ -18,6 +18,7 @@ FAMILIES = {
     "batched": batched.AXIOMS,
     "norm": norm.AXIOMS,
     "pad": pad.AXIOMS,
+    "subpixel": subpixel.AXIOMS,
 }
 ALL: list[Axiom] = [a for family in FAMILIES.values() for a in family]
 BY_NAME = {a.name: a for a in ALL}
