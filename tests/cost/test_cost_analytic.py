@@ -67,6 +67,28 @@ def test_a_transposed_conv_costs_the_conv_tvm_runs_for_it(stride, groups):
     assert transposed == as_conv > 2 * 8 * 7 * 7 * (16 // groups) * 16  # (the products of an input value)
 
 
+def test_a_transposed_conv_as_a_subpixel_conv_spends_no_multiply_adds_on_zeros():
+    """h-convT-subpixel on DCGAN's k4 s2 p1 layer: the stride-1 conv does 9 multiply-adds per output value and input
+    channel where TVM's transposed conv does 16; its kernel is weights only (no kernel of its own), and the pixel
+    shuffle's copy costs less than the work saved, so the analytic cost prefers it."""
+    from taso_relay.subst.apply import apply
+    from taso_relay.subst.match import Matcher
+    from taso_relay.subst.rule_io import load_rules, shipped_rules_dir
+
+    (rule,) = load_rules(shipped_rules_dir() / "handwritten_subpixel.json")
+    b = GraphBuilder()
+    g = b.build([b.op("conv2d_transpose", b.input("x", (1, 64, 16, 16)), b.weight("w", (64, 32, 4, 4)),
+                      strides=(2, 2), padding=(1, 1, 1, 1))])
+    (m,) = Matcher(rule).find(g)
+    sub = apply(g, m).graph
+    model = AnalyticCost(MachinePeaks(50, 10))
+    (before,), after = model.kernels(g), model.kernels(sub)
+    (conv,) = [k for k in after if "conv2d" in k.ops]
+    assert compute_flops(conv) * 16 == compute_flops(before) * 9
+    assert not [k for k in after if "subpixel_kernel" in k.ops]
+    assert model.graph_cost(sub) < model.graph_cost(g)
+
+
 def test_a_kernel_reading_a_slice_pays_for_the_slice_only():
     """A merged projection's parts, each sliced inside the kernel that reshapes it: each kernel reads its
     third of the merged tensor, not all of it (else merging Q/K/V would look dearer the wider they are)."""

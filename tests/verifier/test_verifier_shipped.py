@@ -64,7 +64,8 @@ def test_the_default_set_includes_the_lifted_and_handwritten_files():
 
 @pytest.mark.parametrize("name, module", [("handwritten_pad", "pad_rules"), ("handwritten_norm", "norm_rules"),
                                           ("handwritten_split", "split_rules"), ("handwritten_merge", "merge_rules"),
-                                          ("handwritten_sum", "sum_rules")])
+                                          ("handwritten_sum", "sum_rules"),
+                                          ("handwritten_subpixel", "subpixel_rules")])
 def test_a_shipped_handwritten_file_is_what_its_generator_writes(name, module):
     """rules/handwritten_*.json are reproducible: generator/*_rules.py writes the same rules, and the proofs
     recorded in the file were made of exactly those (rule digests agree)."""
