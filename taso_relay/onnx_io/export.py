@@ -154,6 +154,22 @@ def _enlarge(w, a, xs, ins, outs):
     return [y if (ph or pw) else w.one("Identity", [y])]
 
 
+def _subpixel_kernel(w, a, xs, ins, outs):
+    """graph/ops/subpixel.py's gather: a zero tap appended by Concat (as in _enlarge), the taps by Gather, the
+    phases moved to the output channels."""
+    from ..graph.ops.subpixel import subpixel_taps
+
+    (c, o, kh, kw), dtype = ins[0].shape, outs[0].dtype
+    (sh, sw), (ph, pw) = a["strides"], a["padding"]
+    th, tw = subpixel_taps(kh, sh, ph), subpixel_taps(kw, sw, pw)
+    y = w.one("Concat", [xs[0], w.const(np.zeros((c, o, 1, kw), dtype), "zeros")], axis=2)
+    y = w.one("Concat", [y, w.const(np.zeros((c, o, kh + 1, 1), dtype), "zeros")], axis=3)
+    y = w.one("Gather", [w.one("Gather", [y, w.ints(th.reshape(-1))], axis=2), w.ints(tw.reshape(-1))], axis=3)
+    y = w.one("Reshape", [y, w.ints((c, o, sh, th.shape[1], sw, tw.shape[1]))])
+    y = w.one("Transpose", [y], perm=[1, 2, 4, 0, 3, 5])
+    return [w.one("Reshape", [y, w.ints(outs[0].shape)])]
+
+
 def _reduce(kind):
     def emit(w, a, xs, ins, outs):
         axes, keep = list(a["axes"]) or list(range(ins[0].rank)), int(bool(a["keepdims"]))
@@ -200,6 +216,7 @@ EMITTERS = {
     "expand_dims": _identity_if_empty("Unsqueeze"),
     "pad": _pad,
     "enlarge": _enlarge,
+    "subpixel_kernel": _subpixel_kernel,
     "cast": lambda w, a, xs, ins, outs: [w.one("Cast", xs, to=elem_type(a["dtype"]))],
     "isnan": lambda w, a, xs, ins, outs: [w.one("IsNaN", xs)],
     "leaky_relu": lambda w, a, xs, ins, outs: [w.one("LeakyRelu", xs, alpha=float(a["alpha"]))],

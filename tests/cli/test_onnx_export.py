@@ -44,6 +44,10 @@ CASES = {
                                        padding=(1, 1, 1, 1)), [(1, 3, 5, 5)]),
     "enlarge_of_input": (lambda g, x, k: g.op("conv2d", x, g.op("enlarge", k, kernel=(3, 5)), padding=(1, 2, 1, 2)),
                          [(1, 3, 5, 6), (4, 3, 1, 3)]),
+    "subpixel_kernel_of_input": (lambda g, x, k, k2: [
+        g.op("conv2d", x, g.op("subpixel_kernel", k, strides=(2, 2), padding=(1, 1)), padding=(1, 1, 1, 1)),
+        g.op("conv2d", x, g.op("subpixel_kernel", k2, strides=(2, 1), padding=(1, 0)))],
+        [(1, 3, 5, 6), (3, 2, 4, 4), (3, 1, 3, 2)]),
     "identity_conv": (lambda g, x: g.op("conv2d", x, g.constant("identity_conv", (3, 3, 3, 3)), padding=(1, 1, 1, 1)),
                       [(1, 3, 4, 4)]),
     "matmul_tanh_batch": (lambda g, a, b: g.op("matmul", a, b, activation="tanh"), [(2, 3, 4), (4, 5)]),

@@ -27,15 +27,6 @@ def subpixel_size(k: int, s: int, p: int) -> int:
     return subpixel_pad_before(k, s, p) + (p + s - 1) // s + 1
 
 
-def subpixel_pad_after(k: int, s: int, p_lo: int, p_hi: int, output_padding: int) -> int | None:
-    """The conv's padding after the data, such that it has (transposed output size) / s positions, or None
-    where the transposed output is not a whole number of strides (every phase must have as many positions)."""
-    extra = k + output_padding - p_lo - p_hi
-    if extra % s:
-        return None
-    return extra // s - 2 - subpixel_pad_before(k, s, p_lo) + subpixel_size(k, s, p_lo)
-
-
 def subpixel_taps(k: int, s: int, p: int) -> np.ndarray:
     """(s, window) tap indices per phase and window position; k (one past the kernel) where none."""
     before, size = subpixel_pad_before(k, s, p), subpixel_size(k, s, p)
