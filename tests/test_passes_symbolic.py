@@ -357,3 +357,17 @@ def test_a_reshape_read_back_must_keep_its_element_count():
     last = tirx.min(i64(2 ** 63 - 1), length) - tirx.min(tirx.max(length - 1, i64(0)), length)
     symbolic_sizes._same_size(relax.Var("z", relax.TensorType((batch, 32, last), "float32")),
                               relax.ShapeExpr([batch, 32]))
+
+
+def test_a_transposed_conv_of_dynamic_height_runs_as_a_subpixel_conv_written_back_in_it(rng):
+    """h-convT-subpixel's pixel shuffle is a rank-6 transpose, whose axes (5 among them) are not sizes though the
+    stand-in for H is 5: the rewrite is kept, written in H, and agrees at other heights."""
+    m = Model(8)
+    y = m.op("ConvTranspose", ["x", m.weight((64, 32, 4, 4))], kernel_shape=[4, 4], strides=[2, 2], pads=[1, 1, 1, 1])
+    mod = import_onnx(m.build([("x", F32, [1, 64, "H", 16])], [(y, F32, [1, 32, "H2", 32])]))
+    taso = TASOPass(verify_speed=False, min_gain=0.0)
+    out = taso(mod)
+    report = taso.report["main"]
+    assert report.status == "optimized", report.warnings
+    assert [a.rule_id for a in report.search.applied] == ["h-convT-subpixel"]
+    agree_at(mod, out, "H", (1, 2, 6), rng)

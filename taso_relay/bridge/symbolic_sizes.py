@@ -317,7 +317,7 @@ class _Generalizer(PyExprMutator):
 
     def visit_call_(self, op):
         try:
-            if op.attrs is not None and self._holds_stand_in(op.attrs):
+            if op.attrs is not None and not op.op.same_as(_PERMUTE) and self._holds_stand_in(op.attrs):
                 raise NotGeneral(f"an attribute of {op.op} holds a stand-in size: {op.attrs}")
             args = [self.arg(a) for a in op.args]
             if op.op.same_as(_RESHAPE):
@@ -348,6 +348,7 @@ class _Generalizer(PyExprMutator):
 
 
 _RESHAPE = tvm.ir.Op.get("relax.reshape")
+_PERMUTE = tvm.ir.Op.get("relax.permute_dims")  # its attributes are axes, never sizes (5 in a rank-6 transpose)
 
 
 def _same_size(data, shape) -> None:
