@@ -66,24 +66,28 @@ def test_a_batch_norm_after_a_transposed_conv_folds_into_it(build, rules, one_d,
 
 def strided_decoder(m: Model):
     """Transposed convs (channels enough that the multiply-adds saved outweigh the shuffle's copy under the
-    analytic cost) of three kinds the sub-pixel rule takes (k4 s2 p1 with a bias; k3 s2 p1 with
-    output_padding 1, LinkNet's; k2 s2 p0, a U-Net's, with rows and columns of different sizes), and one it
-    must leave (k3 s2 p1 without output_padding: 2 * 10 - 1 rows, not a whole number of strides)."""
+    analytic cost) of three kinds h-convT-subpixel takes (k4 s2 p1 with a bias; k3 s2 p1 with output_padding 1,
+    LinkNet's; k2 s2 p0, a U-Net's, with rows and columns of different sizes), one h-convT-subpixel-crop takes
+    (k3 s2 p1 without output_padding: 2 * 10 - 1 rows, not a whole number of strides) and one neither may
+    (two groups)."""
     y = m.op("ConvTranspose", ["x", m.weight((32, 32, 4, 4)), m.weight((32,))], kernel_shape=[4, 4],
              strides=[2, 2], pads=[1, 1, 1, 1])
     y = m.op("ConvTranspose", [m.op("Relu", [y]), m.weight((32, 32, 3, 3))], kernel_shape=[3, 3], strides=[2, 2],
              pads=[1, 1, 1, 1], output_padding=[1, 1])
     y = m.op("ConvTranspose", [y, m.weight((32, 16, 2, 2))], kernel_shape=[2, 2], strides=[2, 2])
-    odd = m.op("ConvTranspose", ["x", m.weight((32, 4, 3, 3))], kernel_shape=[3, 3], strides=[2, 2],
+    odd = m.op("ConvTranspose", ["x", m.weight((32, 32, 3, 3))], kernel_shape=[3, 3], strides=[2, 2],
                pads=[1, 1, 1, 1])
-    return m.build([("x", F32, [1, 32, 10, 8])], [(y, F32, [1, 16, 80, 64]), (odd, F32, [1, 4, 19, 15])])
+    grouped = m.op("ConvTranspose", ["x", m.weight((32, 8, 4, 4))], kernel_shape=[4, 4], strides=[2, 2],
+                   pads=[1, 1, 1, 1], group=2)
+    return m.build([("x", F32, [1, 32, 10, 8])],
+                   [(y, F32, [1, 16, 80, 64]), (odd, F32, [1, 32, 19, 15]), (grouped, F32, [1, 16, 20, 16])])
 
 
 def test_a_strided_transposed_conv_runs_as_a_subpixel_conv(tmp_path, run_module, rng):
     """TVM spends stride^2 times the multiply-adds on the zeros it spreads a transposed conv's input with; the
-    proved rule h-convT-subpixel computes it as a stride-1 conv and a pixel shuffle, priced cheaper, and the
-    result computes what the original does in TVM and, exported, in onnxruntime."""
+    proved rules h-convT-subpixel(-crop) compute it as a stride-1 conv and a pixel shuffle (cropped), priced
+    cheaper, and the result computes what the original does in TVM and, exported, in onnxruntime."""
     report, kinds = folds_and_exports(strided_decoder(Model(7)), [], "", tmp_path, run_module, rng)
-    applied = [a.rule_id for a in report.search.applied]
-    assert applied.count("h-convT-subpixel") == 3, applied
-    assert kinds.count("ConvTranspose") == 1 and kinds.count("Conv") == 3
+    applied = sorted(a.rule_id for a in report.search.applied)
+    assert applied == ["h-convT-subpixel"] * 3 + ["h-convT-subpixel-crop"], applied
+    assert kinds.count("ConvTranspose") == 1 and kinds.count("Conv") == 4 and "Slice" in kinds

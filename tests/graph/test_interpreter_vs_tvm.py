@@ -98,6 +98,9 @@ CASES = {
     "enlarge_3x3": one_op("enlarge", [(4, 3, 3, 3)], kernel=(5, 5)),
     "subpixel_kernel_k4s2p1": one_op("subpixel_kernel", [(4, 3, 4, 4)], strides=(2, 2), padding=(1, 1)),
     "subpixel_kernel_k3x2": one_op("subpixel_kernel", [(2, 3, 3, 2)], strides=(2, 1), padding=(1, 0)),
+    # a kernel smaller than the stride: phases with no tap
+    "subpixel_kernel_k2s3": one_op("subpixel_kernel", [(2, 3, 2, 2)], strides=(3, 3), padding=(0, 1)),
+    "subpixel_kernel_f16": one_op("subpixel_kernel", [(4, 3, 4, 4)], "float16", strides=(2, 2), padding=(1, 1)),
     "strided_slice": one_op("strided_slice", [(5, 6, 7)], axes=(0, 2), begin=(1, 0), end=(4, 7), strides=(2, 3)),
     "strided_slice_negative": one_op("strided_slice", [(5, 6)], axes=(1,), begin=(-2,), end=(100,)),
     "strided_slice_reverse": one_op("strided_slice", [(5, 6)], axes=(0,), begin=(4,), end=(0,), strides=(-2,)),

@@ -142,17 +142,14 @@ WRONG = [
     axiom("wrong_subpixel_phase_order", "subpixel", N("conv2d_transpose", "x", "w", **SP.CONV_T),
           N("reshape", N("transpose", N("reshape", N("conv2d", "x", N("subpixel_kernel", "w", **SP.KERNEL_ATTRS),
                                                      **SP.CONV_ATTRS), shape=SP.PHASES), perm=(0, 1, 4, 3, 5, 2)),
-            shape=SP.OUT),
-          guard=SP.GUARD, shapes={"x": X4, "w": ("c", "o", 4, 4)}, domains={"s": ((2, 2),), "p": ((1, 1, 1, 1),),
-                                                                             "op": ((0, 0),)}),
+            shape=SP.SHUFFLED),
+          guard=SP.GUARD + SP.WHOLE, shapes={"x": X4, "w": ("c", "o", 4, 4)},
+          domains={"s": ((2, 2),), "p": ((1, 1, 1, 1),), "op": ((0, 0),)}),
     # its taps gathered for the padding after the data instead of before (asymmetric padding)
     axiom("wrong_subpixel_padding_side", "subpixel", N("conv2d_transpose", "x", "w", **SP.CONV_T),
-          N("reshape", N("transpose", N("reshape", N("conv2d", "x", N("subpixel_kernel", "w", strides="?s",
-                                                                     padding="=(?p[2], ?p[3])"),
-                                                     **SP.CONV_ATTRS), shape=SP.PHASES), perm=SP.PHASE_PERM),
-            shape=SP.OUT),
-          guard=SP.GUARD, shapes={"x": X4, "w": ("c", "o", 4, 4)}, domains={"s": ((2, 2),), "p": ((1, 1, 2, 2),),
-                                                                             "op": ((1, 1),)}),
+          SP.shuffled(kernel=N("subpixel_kernel", "w", strides="?s", padding="=(?p[2], ?p[3])")),
+          guard=SP.GUARD + SP.WHOLE, shapes={"x": X4, "w": ("c", "o", 4, 4)},
+          domains={"s": ((2, 2),), "p": ((1, 1, 2, 2),), "op": ((1, 1),)}),
 ]
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import TensorType
-from .registry import OpDef, Pattern, fail, register
+from .registry import REQUIRED, OpDef, Pattern, fail, register
 
 
 def subpixel_pad_before(k: int, s: int, p: int) -> int:
@@ -23,7 +23,8 @@ def subpixel_pad_before(k: int, s: int, p: int) -> int:
 
 
 def subpixel_size(k: int, s: int, p: int) -> int:
-    """The conv's window: from the furthest tap back to the furthest forward, (p + s - 1) // s."""
+    """The conv's window: from the furthest tap back to the furthest forward, (p + s - 1) // s. (Written again
+    for Z3 in verifier/typing.py and as rule text in verifier/axioms/subpixel.py.)"""
     return subpixel_pad_before(k, s, p) + (p + s - 1) // s + 1
 
 
@@ -57,7 +58,7 @@ def _subpixel_kernel_ref(xs, attrs):
     return [np.ascontiguousarray(g.reshape(o * sh * sw, c, th.shape[1], tw.shape[1]))]
 
 
-register(OpDef("subpixel_kernel", 1, {"strides": (2, 2), "padding": (0, 0)}, subpixel_kernel_infer,
+register(OpDef("subpixel_kernel", 1, {"strides": REQUIRED, "padding": REQUIRED}, subpixel_kernel_infer,
                _subpixel_kernel_ref, lambda xs, attrs, p: _subpixel_kernel_ref(xs, attrs), Pattern.INJECTIVE,
                doc="An IOHW transposed-conv kernel as the OIHW kernel of its sub-pixel conv; padding is the "
                    "transposed conv's (top, left)."))
