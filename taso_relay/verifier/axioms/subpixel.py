@@ -42,10 +42,10 @@ SHUFFLED = f"=(dim(x, 0), dim(w, 1), {H['positions']} * ?s[0], {W['positions']} 
 CROP = {"axes": (2, 3), "begin": (0, 0), "end": f"=({H['out']}, {W['out']})", "strides": (1, 1)}
 
 
-def shuffled(conv_input: str = "x", kernel=None) -> N:
-    """The sub-pixel conv of `conv_input` and its pixel shuffle (the phases of a rounded-up output)."""
-    kernel = kernel or N("subpixel_kernel", "w", **KERNEL_ATTRS)
-    conv = N("conv2d", conv_input, kernel, **CONV_ATTRS)
+def shuffled(kernel: N | None = None) -> N:
+    """The sub-pixel conv of x and its pixel shuffle (the phases of a rounded-up output); `kernel` replaces
+    subpixel_kernel(w) (a wrong axiom's, in the tests)."""
+    conv = N("conv2d", "x", kernel or N("subpixel_kernel", "w", **KERNEL_ATTRS), **CONV_ATTRS)
     return N("reshape", N("transpose", N("reshape", conv, shape=PHASES), perm=PHASE_PERM), shape=SHUFFLED)
 
 
