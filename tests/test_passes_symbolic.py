@@ -371,3 +371,14 @@ def test_a_transposed_conv_of_dynamic_height_runs_as_a_subpixel_conv_written_bac
     assert report.status == "optimized", report.warnings
     assert [a.rule_id for a in report.search.applied] == ["h-convT-subpixel"]
     agree_at(mod, out, "H", (1, 2, 6), rng)
+
+
+def test_a_reshape_whose_sizes_multiply_out_equal_is_written_back_in_the_symbols():
+    """(2 * W - 1) * 2 elements against 4 * W - 2: equal once multiplied out, which TVM's analyzer does not do (a
+    cropped sub-pixel conv's rows feeding the next one's shuffle); one element more is still refused."""
+    n, h, w = (tirx.Var(name, "int64") for name in "NHW")
+    x = relax.Var("x", relax.TensorType((n, 8, h * 2, 3, w * 2 - 1, 2), "float32"))
+    symbolic_sizes._same_size(x, relax.ShapeExpr([n, 8, h * 6, w * 4 - 2]))
+    with pytest.raises(symbolic_sizes.NotGeneral):
+        symbolic_sizes._same_size(x, relax.ShapeExpr([n, 8, h * 6, w * 4 - 1]))
+

@@ -365,9 +365,38 @@ def _same_size(data, shape) -> None:
     analyzer = Analyzer()
     with analyzer.constraint_scope(tirx.all(*bounds) if bounds else tirx.const(True)):
         same = analyzer.can_prove_equal(before, after)
+    if not same:  # products of sums TVM's simplifier does not multiply out: (2 * W - 1) * 2 against 4 * W - 2
+        expanded = [_polynomial(e) for e in (before, after)]
+        same = None not in expanded and expanded[0] == expanded[1]
     if not same:
         raise NotGeneral(f"a reshape of {_shown(ty.shape)} to {_shown(shape)}: its sizes, read back in the symbols, "
                          "need not hold as many elements")
+
+
+def _polynomial(e) -> dict | None:
+    """A size expression of sums, differences and products of symbols and integers multiplied out: {monomial (the
+    symbols' names, sorted, repeated by power): coefficient}, zero terms dropped; None for anything else
+    (floor division, min, max), which the analyzer alone must prove."""
+    if isinstance(e, tirx.IntImm):
+        return {(): int(e.value)} if e.value else {}
+    if isinstance(e, tirx.Var):
+        return {(e.name,): 1}
+    if not isinstance(e, (tirx.Add, tirx.Sub, tirx.Mul)):
+        return None
+    a, b = _polynomial(e.a), _polynomial(e.b)
+    if a is None or b is None:
+        return None
+    out: dict = {}
+    if isinstance(e, tirx.Mul):
+        for (ma, ca), (mb, cb) in ((x, y) for x in a.items() for y in b.items()):
+            key = tuple(sorted(ma + mb))
+            out[key] = out.get(key, 0) + ca * cb
+    else:
+        sign = 1 if isinstance(e, tirx.Add) else -1
+        out = dict(a)
+        for m, c in b.items():
+            out[m] = out.get(m, 0) + sign * c
+    return {m: c for m, c in out.items() if c}
 
 
 def check_sizes(values: dict) -> list[dict]:
