@@ -181,6 +181,9 @@ def _spelled(n: int, by_prime: dict):
 _INT = re.compile(r"(?<![\w.+-])\d+(?![\w.])")  # 2 in axis=2 or [2, 4], not the digits of 1e-05, 0.1 or float32
 
 
+_AXES = re.compile(r"\bax(?:is|es)=(?:\([^)]*\)|\[[^\]]*\]|-?\d+)")  # axis=5, axes=(0, 1, 4, 2, 5, 3)
+
+
 def attribute_ints(attrs) -> list[int]:
     """The integers a call's attributes hold, from their printed form (TVM's Attrs list no fields here)."""
     return [int(n) for n in _INT.findall(str(attrs))]
@@ -317,7 +320,7 @@ class _Generalizer(PyExprMutator):
 
     def visit_call_(self, op):
         try:
-            if op.attrs is not None and not op.op.same_as(_PERMUTE) and self._holds_stand_in(op.attrs):
+            if op.attrs is not None and self._holds_stand_in(op.attrs):
                 raise NotGeneral(f"an attribute of {op.op} holds a stand-in size: {op.attrs}")
             args = [self.arg(a) for a in op.args]
             if op.op.same_as(_RESHAPE):
@@ -343,12 +346,14 @@ class _Generalizer(PyExprMutator):
         return self.visit_expr(a)
 
     def _holds_stand_in(self, attrs) -> bool:
+        """Whether a number in the attributes may be a stand-in size; their axes are not sizes (a rank-6
+        transpose's axis 5, a pixel shuffle's, is no stand-in 5)."""
+        sizes = _AXES.sub("", str(attrs))
         return any(any(n % p == 0 for p in self.by_prime) or self.compounds.get(n) is not None
-                   for n in attribute_ints(attrs) if n > 1)
+                   for n in map(int, _INT.findall(sizes)) if n > 1)
 
 
 _RESHAPE = tvm.ir.Op.get("relax.reshape")
-_PERMUTE = tvm.ir.Op.get("relax.permute_dims")  # its attributes are axes, never sizes (5 in a rank-6 transpose)
 
 
 def _same_size(data, shape) -> None:

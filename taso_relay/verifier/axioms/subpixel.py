@@ -24,15 +24,15 @@ def _axis(i: int) -> dict:
     whole = f"({k} + {op} - {lo} - {hi})"  # the output's size beyond (input - 1) * stride
     steps = f"(({whole} + {s} - 1) // {s})"  # ... in strides, rounded up
     after = f"({steps} - 1 + ({lo} + {s} - 1) // {s})"
-    return {"before": f"({k} - 1 - {lo}) // {s}", "after": after, "whole": f"{whole} % {s}",
+    return {"before": f"({k} - 1 - {lo}) // {s}", "after": after, "remainder": f"{whole} % {s}",
             "positions": f"(dim(x, {2 + i}) + {steps} - 1)", "out": f"(dim(x, {2 + i}) - 1) * {s} + {whole}",
             "guard": [f"{lo} <= {k} - 1", f"{after} >= 0"]}
 
 
 H, W = _axis(0), _axis(1)
 GUARD = H["guard"] + W["guard"]
-WHOLE = [f"{H['whole']} == 0", f"{W['whole']} == 0"]  # both axes a whole number of strides
-CROPPED = [f"{H['whole']} + {W['whole']} > 0"]  # not both
+WHOLE = [f"{H['remainder']} == 0", f"{W['remainder']} == 0"]  # both axes a whole number of strides
+CROPPED = [f"{H['remainder']} + {W['remainder']} > 0"]  # not both
 KERNEL_ATTRS = {"strides": "?s", "padding": "=(?p[0], ?p[1])"}
 CONV_ATTRS = {"strides": (1, 1), "padding": f"=({H['before']}, {W['before']}, {H['after']}, {W['after']})",
               "dilation": (1, 1), "groups": 1}
