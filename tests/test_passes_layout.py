@@ -13,7 +13,7 @@ from taso_relay.passes import TASOPass
 
 sys.path.insert(0, str(Path(__file__).parent / "bridge"))
 sys.path.insert(0, str(Path(__file__).parent / "search"))
-from bridge_onnx_models import import_onnx, inception_block, resnet_block  # noqa: E402
+from bridge_onnx_models import F32, Model, import_onnx, inception_block, resnet_block  # noqa: E402
 from test_search_layout import PrefersNHWC  # noqa: E402
 
 from taso_relay.bridge.execute import random_inputs  # noqa: E402
@@ -38,6 +38,32 @@ def test_the_pass_moves_convs_to_nhwc_and_keeps_the_numbers(make, run_module, rn
     assert any(r.startswith("l-conv-nhwc") for r in report.rewrites)
     layouts = {str(call.attrs.data_layout) for call in _calls(out, "relax.nn.conv2d")}
     assert layouts == {"NHWC"}
+    inputs = random_inputs(mod["main"].params, rng)
+    for want, got in zip(run_module(mod, inputs), run_module(out, inputs)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def pixel_shuffles():
+    """ESPCN-style upsampling twice: conv to C * 4 channels, DepthToSpace (CRD, PyTorch's PixelShuffle; then
+    DCR, ONNX's default), a conv after each."""
+    m = Model(3)
+    y = m.op("Relu", [m.conv("x", 3, 12, 3, pads=[1, 1, 1, 1])])
+    y = m.op("Relu", [m.conv(m.op("DepthToSpace", [y], blocksize=2, mode="CRD"), 3, 8, 3, pads=[1, 1, 1, 1])])
+    y = m.conv(m.op("DepthToSpace", [y], blocksize=2, mode="DCR"), 2, 4, 1)
+    return m.build([("x", F32, [1, 3, 6, 5])], [(y, F32, [1, 4, 24, 20])])
+
+
+def test_in_nhwc_a_pixel_shuffle_needs_no_transposes_around_it(run_module, rng):
+    """Spelled as one depth_to_space, l-depth_to_space carries the transposes through both shuffles: the
+    function transposes its input and its output only, besides each shuffle's own transpose."""
+    mod = import_onnx(pixel_shuffles())
+    taso = TASOPass(cost=FakeTuned(0.5), time_limit=3, verify_speed=False, layout="nhwc")
+    out = taso(mod)
+    report = taso.report["main"]
+    assert report.status == "optimized", report.summary()
+    assert [r.split()[0] for r in report.rewrites].count("l-depth_to_space") == 2, report.rewrites
+    assert {str(call.attrs.data_layout) for call in _calls(out, "relax.nn.conv2d")} == {"NHWC"}
+    assert len(_calls(out, "relax.permute_dims")) == 2 + 2
     inputs = random_inputs(mod["main"].params, rng)
     for want, got in zip(run_module(mod, inputs), run_module(out, inputs)):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

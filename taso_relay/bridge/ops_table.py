@@ -564,13 +564,19 @@ _BINARY_MAKERS = {
     "maximum": op.maximum, "minimum": op.minimum,
 }
 
-def _channel_shuffle_out(a: dict, x, ty, emit):
-    """The reshape, transpose, reshape it is defined as (graph/ops/shuffle.py), in its layout."""
-    from ..graph.ops.shuffle import spelling
+def _shuffle_out(name: str):
+    """A shuffle as the reshape, transpose, reshape it is defined as (graph/ops/shuffle.py), in its layout."""
+    from ..graph.ops.shuffle import d2s_spelling, spelling
 
-    split, perm = spelling(ty.shape, a["groups"], a["layout"])
-    parts = emit(op.permute_dims(emit(op.reshape(x, split)), list(perm)))
-    return op.reshape(parts, tuple(ty.shape))
+    def out(a: dict, xs, ts, emit):
+        shape = ts[0].shape
+        if name == "channel_shuffle":
+            (split, perm), to = spelling(shape, a["groups"], a["layout"]), shape
+        else:
+            split, perm, to = d2s_spelling(shape, tuple(a["block"]), a["mode"], a["layout"])
+        parts = emit(op.permute_dims(emit(op.reshape(xs[0], split)), list(perm)))
+        return op.reshape(parts, tuple(to))
+    return out
 
 
 def _subpixel_kernel_out(a: dict, xs, ts, emit):
@@ -605,7 +611,8 @@ EXPORTERS: dict[str, Exporter] = {
     "concat": lambda a, xs, ts, emit: op.concat(list(xs), axis=a["axis"]),
     "split": _split_out,
     "transpose": lambda a, xs, ts, emit: op.permute_dims(xs[0], list(a["perm"])),
-    "channel_shuffle": lambda a, xs, ts, emit: _channel_shuffle_out(a, xs[0], ts[0], emit),
+    "channel_shuffle": _shuffle_out("channel_shuffle"),
+    "depth_to_space": _shuffle_out("depth_to_space"),
     "reshape": lambda a, xs, ts, emit: op.reshape(xs[0], a["shape"]),
     "broadcast_to": lambda a, xs, ts, emit: op.broadcast_to(xs[0], a["shape"]),
     "strided_slice": lambda a, xs, ts, emit: op.strided_slice(xs[0], list(a["axes"]), list(a["begin"]),

@@ -156,6 +156,9 @@ def nhwc_rules() -> list[dict]:
     rules.append(_pushed("l-channel_shuffle", "layout-push", "channel_shuffle", {"groups": "?g"}, ["y"],
                          {"inputs": {"y": [1, 5, 6, 4]}, "vars": {"g": 2}},
                          out_attrs={"groups": "?g", "layout": "NHWC"}))  # ShuffleNet's
+    rules.append(_pushed("l-depth_to_space", "layout-push", "depth_to_space", {"block": "?b", "mode": "?m"}, ["y"],
+                         {"inputs": {"y": [1, 5, 6, 12]}, "vars": {"b": [2, 3], "m": "CRD"}},
+                         out_attrs={"block": "?b", "mode": "?m", "layout": "NHWC"}))  # pixel shuffles, sub-pixel convs'
     resize = {"size": "?sz", "method": "?m", "coordinates": "?c", "rounding": "?r"}
     rules.append(_pushed("l-resize2d", "layout-push", "resize2d", resize, ["y"],  # U-Nets', YOLO necks' upsampling
                          {"inputs": {"y": [1, 5, 6, 3]},

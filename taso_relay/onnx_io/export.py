@@ -16,7 +16,7 @@ import numpy as np
 
 from ..graph import INT_HIGH, Graph
 from ..graph.ops.linear import KERNEL_TO_OIHW
-from ..graph.ops.shuffle import spelling
+from ..graph.ops.shuffle import d2s_spelling, spelling
 from ..graph.ops.sources import constant_value
 from .opaque import OPAQUE_EMITTERS, resize_attrs
 from .writer import ExportError, Writer, elem_type, onnx_package as _onnx
@@ -102,10 +102,14 @@ def _resize2d(w, a, xs, ins, outs):
     return [y]
 
 
-def _channel_shuffle(w, a, xs, ins, outs):
-    split, perm = spelling(ins[0].shape, a["groups"], a["layout"])
+def _shuffle(w, a, xs, ins, outs):
+    """A channel or pixel shuffle as the reshape, transpose, reshape it is defined as (DepthToSpace is NCHW only)."""
+    if "groups" in a:
+        split, perm = spelling(ins[0].shape, a["groups"], a["layout"])
+    else:
+        split, perm, _ = d2s_spelling(ins[0].shape, tuple(a["block"]), a["mode"], a["layout"])
     parts = w.one("Transpose", [w.one("Reshape", [xs[0], w.ints(list(split))])], perm=list(perm))
-    return [w.one("Reshape", [parts, w.ints(list(ins[0].shape))])]
+    return [w.one("Reshape", [parts, w.ints(list(outs[0].shape))])]
 
 
 def _batch_norm(w, a, xs, ins, outs):
@@ -201,7 +205,8 @@ EMITTERS = {
     "max_pool2d": _pool("max_pool2d"),
     "avg_pool2d": _pool("avg_pool2d"),
     "resize2d": _resize2d,
-    "channel_shuffle": _channel_shuffle,
+    "channel_shuffle": _shuffle,
+    "depth_to_space": _shuffle,
     "batch_norm": _batch_norm,
     "layer_norm": _layer_norm,
     "softmax": lambda w, a, xs, ins, outs: [w.one("Softmax", xs, axis=int(a["axis"]))],

@@ -14,7 +14,7 @@ import time
 from functools import lru_cache
 
 from ..graph import Graph, Ref
-from ..graph.channel_shuffle import spell_channel_shuffles
+from ..graph.spell_shuffles import spell_shuffles
 from ..graph.cse import merge_common_subexpressions
 from ..subst.apply import RewriteRejected, apply_many
 from ..subst.match import Match, Matcher, check_context
@@ -62,7 +62,7 @@ def convert_layout(graph: Graph, layout: str = "nhwc", deadline: float | None = 
     deadline = time.perf_counter() + 60.0 if deadline is None else deadline
     trail: list[tuple[Match, Graph]] = []
     if any(n.op == "conv2d" for n in graph.nodes):
-        graph, _ = spell_channel_shuffles(graph)  # ShuffleNet's, as one operator the rules carry a transpose through
+        graph, _ = spell_shuffles(graph)  # ShuffleNet's, pixel shuffles: operators the rules carry transposes through
     matchers = layout_matchers(layout) if grouped else tuple(_DenseOnly(m) for m in layout_matchers(layout))
     changed = True
     while changed and len(trail) < limit and time.perf_counter() < deadline:

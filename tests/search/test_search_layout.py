@@ -174,19 +174,67 @@ def shufflenet_unit(second_reader=None):
 
 
 def test_channel_shuffles_are_spelled_as_one_operator_and_converted():
-    from taso_relay.graph.channel_shuffle import spell_channel_shuffles
+    from taso_relay.graph.spell_shuffles import spell_shuffles
 
     g = shufflenet_unit()
-    spelled, found = spell_channel_shuffles(g)
+    spelled, found = spell_shuffles(g)
     assert found == 1 and Counter(n.op for n in spelled.nodes)["channel_shuffle"] == 1
     for read in ("grouped", "split"):  # a 5-D value read elsewhere (here: a graph output) keeps the spelling
-        assert spell_channel_shuffles(shufflenet_unit(second_reader=read))[1] == 0
+        assert spell_shuffles(shufflenet_unit(second_reader=read))[1] == 0
     feeds = random_feeds(g, np.random.default_rng(11))
     np.testing.assert_array_equal(evaluate(spelled, feeds)[0], evaluate(g, feeds)[0])
     converted, trail, complete = convert_layout(g)
     assert complete and Counter(m.rule.id for m, _ in trail)["l-channel_shuffle"] == 1
     assert len(activation_transposes(converted)) == 2  # the input's and the output's
     np.testing.assert_allclose(evaluate(converted, feeds)[0], evaluate(g, feeds)[0], rtol=1e-5, atol=1e-5)
+
+
+def subpixel_upsampler(mode="CRD", block=(2, 3), second_reader=None):
+    """Sub-pixel convs: a conv to C * bh * bw channels, a pixel shuffle as exports spell it (a reshape to rank 6,
+    a transpose, a reshape), a conv after it; `mode` CRD is PyTorch's PixelShuffle, DCR ONNX's DepthToSpace."""
+    rng = np.random.default_rng(12)
+    b = GraphBuilder()
+    (bh, bw), c, h, w = block, 3, 4, 5
+    x = b.op("relu", b.op("conv2d", b.input("x", (1, 2, h, w)), b.weight(
+        "w0", (c * bh * bw, 2, 3, 3), value=(rng.standard_normal((c * bh * bw, 2, 3, 3)) / 3).astype("float32")),
+        padding=(1, 1, 1, 1)))
+    split = (1, c, bh, bw, h, w) if mode == "CRD" else (1, bh, bw, c, h, w)
+    perm = (0, 1, 4, 2, 5, 3) if mode == "CRD" else (0, 3, 4, 1, 5, 2)
+    phases = b.op("reshape", x, shape=split)
+    moved = b.op("transpose", phases, perm=perm)
+    y = b.op("conv2d", b.op("reshape", moved, shape=(1, c, h * bh, w * bw)),
+             b.weight("w1", (4, c, 1, 1), value=rng.standard_normal((4, c, 1, 1)).astype("float32")))
+    return b.build([y] + ([{"phases": phases, "moved": moved}[second_reader]] if second_reader else []))
+
+
+@pytest.mark.parametrize("mode, block", [("CRD", (2, 3)), ("DCR", (2, 2)), ("CRD", (3, 1))])
+def test_pixel_shuffles_are_spelled_as_one_operator_and_converted(mode, block):
+    """In NHWC the conv before a pixel shuffle and the one after it need no transposes between them."""
+    from taso_relay.graph.spell_shuffles import spell_shuffles
+
+    g = subpixel_upsampler(mode, block)
+    spelled, found = spell_shuffles(g)
+    (d2s,) = [n for n in spelled.nodes if n.op == "depth_to_space"]
+    assert found == 1 and d2s.attr("mode") == mode and tuple(d2s.attr("block")) == block
+    for read in ("phases", "moved"):  # a rank-6 value read elsewhere keeps the spelling
+        assert spell_shuffles(subpixel_upsampler(mode, block, second_reader=read))[1] == 0
+    feeds = random_feeds(g, np.random.default_rng(14))
+    np.testing.assert_array_equal(evaluate(spelled, feeds)[0], evaluate(g, feeds)[0])
+    converted, trail, complete = convert_layout(g)
+    assert complete and Counter(m.rule.id for m, _ in trail)["l-depth_to_space"] == 1
+    assert len(activation_transposes(converted)) == 2  # the input's and the output's
+    np.testing.assert_allclose(evaluate(converted, feeds)[0], evaluate(g, feeds)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_a_reshape_transpose_reshape_that_is_no_shuffle_is_left_spelled():
+    """The same shapes with the transpose of another order (rows and columns of the block swapped) spell
+    neither operator."""
+    from taso_relay.graph.spell_shuffles import spell_shuffles
+
+    b = GraphBuilder()
+    x = b.input("x", (1, 12, 4, 5))
+    moved = b.op("transpose", b.op("reshape", x, shape=(1, 3, 2, 2, 4, 5)), perm=(0, 1, 4, 3, 5, 2))
+    assert spell_shuffles(b.build([b.op("reshape", moved, shape=(1, 3, 8, 10))]))[1] == 0
 
 
 def test_a_transpose_moves_through_resizes():

@@ -1,9 +1,12 @@
-"""ShuffleNet's channel shuffle, NCHW canonical, NHWC by transposition.
+"""Shuffles: ShuffleNet's channel shuffle and the pixel shuffle (depth_to_space), NCHW canonical, NHWC by
+transposition.
 
-Exports spell it reshape (N, g, C/g, H, W), transpose (0, 2, 1, 3, 4), reshape (N, C, H, W), a 5-D
-detour the layout rules cannot carry a transpose through (the verifier has no theory of reshape).
-As one operator whose NHWC form is the NCHW one between transposes, `l-channel_shuffle` carries it;
-graph/channel_shuffle.py finds the spelling. Its reference is that very spelling.
+Exports spell a channel shuffle reshape (N, g, C/g, H, W), transpose (0, 2, 1, 3, 4), reshape (N, C, H, W),
+and a pixel shuffle (PyTorch's PixelShuffle, ONNX's DepthToSpace, the sub-pixel conv's interleave of
+rules/handwritten_subpixel.json) reshape to rank 6, transpose, reshape: detours the layout rules cannot carry
+a transpose through (the verifier has no theory of reshape). As one operator whose NHWC form is the NCHW one
+between transposes, `l-channel_shuffle` and `l-depth_to_space` carry them; graph/spell_shuffles.py finds the
+spellings. Each one's reference is that very spelling.
 """
 from __future__ import annotations
 
@@ -45,3 +48,42 @@ def _eval(xs, attrs):
 
 register(OpDef("channel_shuffle", 1, {"groups": REQUIRED, "layout": "NCHW"}, _infer, _eval,
                lambda xs, attrs, p: _eval(xs, attrs), Pattern.INJECTIVE))
+
+
+# depth_to_space: output channel c, row h * bh + i, column w * bw + j reads input channel
+# (c, i, j) in CRD order (PyTorch's pixel shuffle) or (i, j, c) in DCR order (ONNX's default)
+D2S_SPLIT = {("NCHW", "CRD"): "n c bh bw h w", ("NCHW", "DCR"): "n bh bw c h w",
+             ("NHWC", "CRD"): "n h w c bh bw", ("NHWC", "DCR"): "n h w bh bw c"}
+D2S_ORDER = {"NCHW": "n c h bh w bw", "NHWC": "n h bh w bw c"}
+
+
+def d2s_spelling(shape, block, mode: str, layout: str) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """The rank-6 shape, the transpose and the output shape a pixel shuffle of an input of `shape` is."""
+    (bh, bw), axes = block, DATA_TO_NCHW[layout]
+    n, c, h, w = (shape[i] for i in axes)
+    sizes = {"n": n, "c": c // (bh * bw), "h": h, "w": w, "bh": bh, "bw": bw}
+    split = D2S_SPLIT[layout, mode].split()
+    perm = tuple(split.index(name) for name in D2S_ORDER[layout].split())
+    nchw = (n, sizes["c"], h * bh, w * bw)
+    return tuple(sizes[name] for name in split), perm, tuple(nchw[axes.index(i)] for i in range(4))
+
+
+def _d2s_infer(types, attrs):
+    (x,) = types
+    block, mode, layout = tuple(attrs["block"]), attrs["mode"], attrs["layout"]
+    if x.rank != 4 or layout not in DATA_TO_NCHW or (layout, mode) not in D2S_SPLIT:
+        raise fail("depth_to_space", "expects a 4-D NCHW or NHWC tensor, mode CRD or DCR", types)
+    c = x.shape[DATA_TO_NCHW[layout][1]]
+    if len(block) != 2 or min(block) < 1 or c % (block[0] * block[1]):
+        raise fail("depth_to_space", f"{c} channels do not split into blocks of {block}", types)
+    return [TensorType(d2s_spelling(x.shape, block, mode, layout)[2], x.dtype)]
+
+
+def _d2s_eval(xs, attrs):
+    x = xs[0]
+    split, perm, out = d2s_spelling(x.shape, tuple(attrs["block"]), attrs["mode"], attrs["layout"])
+    return [np.ascontiguousarray(x.reshape(split).transpose(perm).reshape(out))]
+
+
+register(OpDef("depth_to_space", 1, {"block": REQUIRED, "mode": REQUIRED, "layout": "NCHW"}, _d2s_infer, _d2s_eval,
+               lambda xs, attrs, p: _d2s_eval(xs, attrs), Pattern.INJECTIVE))

@@ -1,0 +1,54 @@
+"""Find channel and pixel shuffles spelled reshape, transpose, reshape, and spell them as one operator.
+
+Not a rewrite that needs a proof: `channel_shuffle` and `depth_to_space` are defined as those spellings
+(graph/ops/shuffle.py computes them so). The layout step spells them first so that a transpose can move
+through them.
+"""
+from __future__ import annotations
+
+from .graph import Graph, make_node
+from .ops.shuffle import D2S_SPLIT, NCHW_PERM, d2s_spelling
+
+
+def spell_shuffles(graph: Graph) -> tuple[Graph, int]:
+    """`graph` with every NCHW reshape -> transpose -> reshape that is a channel shuffle or a pixel shuffle,
+    and whose middle values nothing else reads, made one operator; how many were."""
+    readers: dict[int, int] = {}
+    for node in graph.nodes:
+        for r in node.inputs:
+            readers[r.node] = readers.get(r.node, 0) + 1
+    for r in graph.outputs:
+        readers[r.node] = readers.get(r.node, 0) + 1
+    nodes, found = list(graph.nodes), 0
+    for i, node in enumerate(graph.nodes):
+        spelled = _shuffle(graph, node, readers)
+        if spelled is not None:
+            source = graph.nodes[graph.nodes[node.inputs[0].node].inputs[0].node].inputs[0]
+            nodes[i] = make_node(spelled[0], [source], [graph.type_of(source)], spelled[1])
+            found += 1
+    return (graph.rebuilt(nodes, list(graph.outputs)), found) if found else (graph, 0)
+
+
+def _shuffle(graph: Graph, node, readers) -> tuple[str, dict] | None:
+    """The operator and attributes `node` ends the spelling of, if it does."""
+    if node.op != "reshape" or len(node.types[0].shape) != 4:
+        return None
+    t = graph.nodes[node.inputs[0].node]
+    if t.op != "transpose" or readers.get(node.inputs[0].node) != 1:
+        return None
+    r = graph.nodes[t.inputs[0].node]
+    if r.op != "reshape" or readers.get(t.inputs[0].node) != 1:
+        return None
+    x, split, perm, out = graph.type_of(r.inputs[0]).shape, r.types[0].shape, tuple(t.attr("perm")), node.types[0].shape
+    if len(x) != 4:
+        return None
+    n, c, h, w = x
+    g = split[1] if len(split) == 5 else 0
+    if perm == NCHW_PERM and out == x and g >= 1 and c % g == 0 and split == (n, g, c // g, h, w):
+        return "channel_shuffle", {"groups": g}
+    for mode in ("CRD", "DCR") if len(split) == 6 else ():
+        names = D2S_SPLIT["NCHW", mode].split()
+        block = (split[names.index("bh")], split[names.index("bw")])
+        if x[1] % (block[0] * block[1]) == 0 and d2s_spelling(x, block, mode, "NCHW") == (split, perm, out):
+            return "depth_to_space", {"block": block, "mode": mode}
+    return None
