@@ -412,28 +412,36 @@ def judged_choice(options: list, margin: float):
     return chosen
 
 
-def _with_layout(layout: str, price, chosen: tuple, margin: float, deadline: float, priced: list) -> tuple:
-    """`chosen` (cost, graph, trail, saturated), or its layout conversion where `price` prefers that:
-    every conv converted, or (where there are grouped convs) the dense ones only. A conversion the
-    deadline cut short is not priced: with most convs wrapped in transposes it would lose, after a
-    judge had tuned its kernels. Each conversion priced is added to `priced` (_priced)."""
-    # both conversions before either is priced: a judge tunes the first one's kernels (minutes), and
+def _with_layout(layout: str, price, chosen: tuple, margin: float, deadline: float, priced: list,
+                 also: tuple[str, tuple] | None = None) -> tuple:
+    """`chosen` (cost, graph, trail, saturated), or a layout conversion where `price` prefers that:
+    every conv converted, or (where there are grouped convs) the dense ones only; of `chosen`, and of
+    `also` (a name and another graph weighed, where that is not `chosen`): a graph the judge priced
+    dearer in NCHW may be the cheaper one converted (sub-pixel convs, whose pixel shuffles cost
+    transposes in NCHW and none in NHWC). A conversion the deadline cut short is not priced: with most
+    convs wrapped in transposes it would lose, after a judge had tuned its kernels. Each conversion
+    priced is added to `priced` (_priced)."""
+    # every conversion before any is priced: a judge tunes the first one's kernels (minutes), and
     # the deadline is for the conversions only. Fewer rewrites first, as judged_choice wants: the
     # dense convs, then from there the grouped ones too.
-    converted, graph, trail = [], chosen[1], tuple(chosen[2])
-    grouped_too = has_grouped_convs(graph)
-    for grouped in (False, True) if grouped_too else (True,):
-        graph, steps, complete = convert_layout(graph, layout, deadline, grouped=grouped)
-        if not complete:
-            priced.append({"graph": f"{layout.upper()}: conversion cut short by the time limit", "cost": None,
-                           "rewrites": len(trail)})
-            break
-        if steps:
-            trail += tuple(steps)
-            label = "dense convs" if grouped_too and not grouped else "every conv"
-            converted.append((f"{layout.upper()}, {label}", graph, trail))
-    options = [(price(g), g, t, chosen[3]) for _, g, t in converted]
-    priced.extend(_priced([name for name, _, _ in converted], options))
+    converted = []
+    bases = [("", chosen)] + ([(f" (of {also[0]})", also[1])] if also is not None and also[1][1] is not chosen[1]
+                              else [])
+    for of, base in bases:
+        graph, trail = base[1], tuple(base[2])
+        grouped_too = has_grouped_convs(graph)
+        for grouped in (False, True) if grouped_too else (True,):
+            graph, steps, complete = convert_layout(graph, layout, deadline, grouped=grouped)
+            if not complete:
+                priced.append({"graph": f"{layout.upper()}{of}: conversion cut short by the time limit", "cost": None,
+                               "rewrites": len(trail)})
+                break
+            if steps:
+                trail += tuple(steps)
+                label = "dense convs" if grouped_too and not grouped else "every conv"
+                converted.append((f"{layout.upper()}, {label}{of}", graph, trail, base[3]))
+    options = [(price(g), g, t, saturated) for _, g, t, saturated in converted]
+    priced.extend(_priced([name for name, *_ in converted], options))
     return judged_choice([chosen] + options, margin)
 
 
@@ -544,7 +552,7 @@ def backtracking_search(graph: Graph, rules: Iterable[Rule | Matcher] | RuleInde
             if layout is not None:
                 after, result, trail, saturated = _with_layout(layout, judged, (after, result, trail, saturated),
                                                                judge_margin, time.perf_counter() + time_limit / 2,
-                                                               priced)
+                                                               priced, also=("search", options[2]))
             # The judge times kernels alone, and a model can run otherwise (full NASRNN's merges: judged
             # 2.5% dearer, priced 7% cheaper by the search's model, measured 0.9x to 1.45x end to end on
             # two threads, as the machine's other tenants allowed).

@@ -561,3 +561,29 @@ def test_a_convnext_block_runs_in_nhwc_from_end_to_end():
     assert {"l-mul-weight3", "l-add", "l-cancel"} <= used
     assert len(activation_transposes(converted)) == 2
     assert_same_in_tvm(g, converted, seed=18)
+
+
+class TransposedConvDear(PrefersNHWC):
+    """A transposed conv priced like an NCHW conv: its sub-pixel conv is dearer in NCHW (the pixel shuffle's
+    nodes on top) and cheaper in NHWC."""
+
+    def graph_cost(self, graph) -> float:
+        return super().graph_cost(graph) + sum(99.0 for n in graph.nodes if n.op == "conv2d_transpose")
+
+
+def test_the_layout_is_offered_on_the_search_result_where_the_judge_kept_the_input():
+    """The judge prices the search's sub-pixel convs dearer than the transposed convs in NCHW, and the input has
+    no conv to convert: the search's graph converted (its pixel shuffles in NHWC) is offered too, and taken."""
+    rng = np.random.default_rng(15)
+    b = GraphBuilder()
+    x = b.input("x", (1, 32, 6, 5))
+    w = b.weight("w", (32, 16, 4, 4), value=(rng.standard_normal((32, 16, 4, 4)) / 8).astype("float32"))
+    g = b.build([b.op("relu", b.op("conv2d_transpose", x, w, strides=(2, 2), padding=(1, 1, 1, 1)))])
+    best, report = optimize(g, resolve_rules(None), AnalyticCost(PEAKS, lowering="tuning"), time_limit=3,
+                            judge=TransposedConvDear(0.5), layout="nhwc")
+    named = {p["graph"]: p["cost"] for p in report.priced}
+    assert named["search"] > named["input"] > named["NHWC, every conv (of search)"] == report.cost_after
+    assert [n.attr("layout") for n in best.nodes if n.op == "depth_to_space"] == ["NHWC"]
+    assert [r.rule_id for r in report.applied].count("h-convT-subpixel") == 1
+    feeds = random_feeds(g, np.random.default_rng(16))
+    np.testing.assert_allclose(evaluate(best, feeds)[0], evaluate(g, feeds)[0], rtol=1e-4, atol=1e-5)
