@@ -45,25 +45,27 @@ def test_the_pass_moves_convs_to_nhwc_and_keeps_the_numbers(make, run_module, rn
 
 def pixel_shuffles():
     """ESPCN-style upsampling twice: conv to C * 4 channels, DepthToSpace (CRD, PyTorch's PixelShuffle; then
-    DCR, ONNX's default), a conv after each."""
+    DCR, ONNX's default), a conv after each; then a SpaceToDepth (DCR) and a conv."""
     m = Model(3)
     y = m.op("Relu", [m.conv("x", 3, 12, 3, pads=[1, 1, 1, 1])])
     y = m.op("Relu", [m.conv(m.op("DepthToSpace", [y], blocksize=2, mode="CRD"), 3, 8, 3, pads=[1, 1, 1, 1])])
     y = m.conv(m.op("DepthToSpace", [y], blocksize=2, mode="DCR"), 2, 4, 1)
-    return m.build([("x", F32, [1, 3, 6, 5])], [(y, F32, [1, 4, 24, 20])])
+    y = m.conv(m.op("SpaceToDepth", [y], blocksize=2), 16, 4, 1)
+    return m.build([("x", F32, [1, 3, 6, 5])], [(y, F32, [1, 4, 12, 10])])
 
 
 def test_in_nhwc_a_pixel_shuffle_needs_no_transposes_around_it(run_module, rng):
-    """Spelled as one depth_to_space, l-depth_to_space carries the transposes through both shuffles: the
-    function transposes its input and its output only, besides each shuffle's own transpose."""
+    """Spelled as one operator each, l-depth_to_space and l-space_to_depth carry the transposes through the
+    shuffles: the function transposes its input and its output only, besides each shuffle's own transpose."""
     mod = import_onnx(pixel_shuffles())
     taso = TASOPass(cost=FakeTuned(0.5), time_limit=3, verify_speed=False, layout="nhwc")
     out = taso(mod)
     report = taso.report["main"]
     assert report.status == "optimized", report.summary()
-    assert [r.split()[0] for r in report.rewrites].count("l-depth_to_space") == 2, report.rewrites
+    rules = [r.split()[0] for r in report.rewrites]
+    assert rules.count("l-depth_to_space") == 2 and rules.count("l-space_to_depth") == 1, report.rewrites
     assert {str(call.attrs.data_layout) for call in _calls(out, "relax.nn.conv2d")} == {"NHWC"}
-    assert len(_calls(out, "relax.permute_dims")) == 2 + 2
+    assert len(_calls(out, "relax.permute_dims")) == 2 + 3
     inputs = random_inputs(mod["main"].params, rng)
     for want, got in zip(run_module(mod, inputs), run_module(out, inputs)):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

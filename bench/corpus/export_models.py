@@ -526,9 +526,22 @@ def decoders(out: Path) -> None:
         export(model, (x,), out / f"dynamo_{name}.onnx", dynamo=True)
 
 
+def superres(out: Path) -> None:
+    """Super-resolution by pixel shuffles (bench/corpus/models_decoders.py): ESPCN x3 on one channel and a small
+    EDSR x4 (two conv + PixelShuffle(2) steps, convs after each); through both exporters."""
+    import torch
+
+    from .models_decoders import edsr, espcn
+
+    for name, model, shape in (("espcn", espcn(), (1, 1, 64, 64)), ("edsr", edsr(), (1, 3, 48, 48))):
+        model, x = model.eval(), torch.randn(*shape)
+        export(model, (x,), out / f"{name}.onnx")
+        export(model, (x,), out / f"dynamo_{name}.onnx", dynamo=True)
+
+
 FAMILIES = {"vision": vision, "hf": hf, "dynamo": dynamo, "more": more, "wider": wider, "reparam": reparam,
             "half": half, "timm": timm_models, "hf2": hf2, "timm2": timm2, "hf3": hf3, "edge": edge,
-            "symbolic": symbolic, "onedee": onedee, "decoders": decoders}
+            "symbolic": symbolic, "onedee": onedee, "decoders": decoders, "superres": superres}
 
 
 def main(argv=None) -> None:

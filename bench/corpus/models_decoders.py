@@ -1,6 +1,7 @@
 """Decoders with a batch norm after each transposed conv, written as plain torch modules for the corpus's `decoders`
 family (torchvision and timm have none): DCGAN's generator, SimpleBaseline's pose head on a ResNet-18, a pix2pix
-U-Net generator and a LinkNet decoder. Run with torch installed."""
+U-Net generator and a LinkNet decoder; and for the `superres` family, super-resolution nets that upsample by pixel
+shuffles: ESPCN and a small EDSR. Run with torch installed."""
 from __future__ import annotations
 
 
@@ -71,3 +72,45 @@ def linknet_decoder(cin: int = 64, cout: int = 32):
     return nn.Sequential(nn.Conv2d(cin, mid, 1, bias=False), nn.BatchNorm2d(mid), nn.ReLU(),
                          *_up(mid, mid, k=3, out_pad=1), nn.Conv2d(mid, cout, 1, bias=False), nn.BatchNorm2d(cout),
                          nn.ReLU())
+
+
+def espcn(scale: int = 3, channels: int = 1):
+    """ESPCN (Shi et al. 2016): 5x5 conv to 64 + tanh, 3x3 conv to 32 + tanh, 3x3 conv to channels * scale^2,
+    PixelShuffle(scale)."""
+    from torch import nn
+
+    return nn.Sequential(nn.Conv2d(channels, 64, 5, padding=2), nn.Tanh(), nn.Conv2d(64, 32, 3, padding=1), nn.Tanh(),
+                         nn.Conv2d(32, channels * scale ** 2, 3, padding=1), nn.PixelShuffle(scale))
+
+
+def edsr(width: int = 32, blocks: int = 4, scale: int = 4):
+    """EDSR's baseline, smaller: a 3x3 conv, residual blocks (conv, ReLU, conv, scaled by 0.1, added), a global
+    skip, then x2 upsamplers (conv to 4 * width, PixelShuffle(2)) and a 3x3 conv to RGB."""
+    import math
+
+    from torch import nn
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Conv2d(width, width, 3, padding=1), nn.ReLU(),
+                                      nn.Conv2d(width, width, 3, padding=1))
+
+        def forward(self, x):
+            return x + 0.1 * self.body(x)
+
+    class EDSR(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.head = nn.Conv2d(3, width, 3, padding=1)
+            self.body = nn.Sequential(*(Block() for _ in range(blocks)), nn.Conv2d(width, width, 3, padding=1))
+            ups = []
+            for _ in range(int(math.log2(scale))):
+                ups += [nn.Conv2d(width, 4 * width, 3, padding=1), nn.PixelShuffle(2)]
+            self.tail = nn.Sequential(*ups, nn.Conv2d(width, 3, 3, padding=1))
+
+        def forward(self, x):
+            x = self.head(x)
+            return self.tail(x + self.body(x))
+
+    return EDSR()

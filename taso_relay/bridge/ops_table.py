@@ -566,14 +566,14 @@ _BINARY_MAKERS = {
 
 def _shuffle_out(name: str):
     """A shuffle as the reshape, transpose, reshape it is defined as (graph/ops/shuffle.py), in its layout."""
-    from ..graph.ops.shuffle import d2s_spelling, spelling
+    from ..graph.ops.shuffle import pixel_spelling, spelling
 
     def out(a: dict, xs, ts, emit):
         shape = ts[0].shape
         if name == "channel_shuffle":
             (split, perm), to = spelling(shape, a["groups"], a["layout"]), shape
         else:
-            split, perm, to = d2s_spelling(shape, tuple(a["block"]), a["mode"], a["layout"])
+            split, perm, to = pixel_spelling(name, shape, tuple(a["block"]), a["mode"], a["layout"])
         parts = emit(op.permute_dims(emit(op.reshape(xs[0], split)), list(perm)))
         return op.reshape(parts, tuple(to))
     return out
@@ -613,6 +613,7 @@ EXPORTERS: dict[str, Exporter] = {
     "transpose": lambda a, xs, ts, emit: op.permute_dims(xs[0], list(a["perm"])),
     "channel_shuffle": _shuffle_out("channel_shuffle"),
     "depth_to_space": _shuffle_out("depth_to_space"),
+    "space_to_depth": _shuffle_out("space_to_depth"),
     "reshape": lambda a, xs, ts, emit: op.reshape(xs[0], a["shape"]),
     "broadcast_to": lambda a, xs, ts, emit: op.broadcast_to(xs[0], a["shape"]),
     "strided_slice": lambda a, xs, ts, emit: op.strided_slice(xs[0], list(a["axes"]), list(a["begin"]),

@@ -159,6 +159,9 @@ def nhwc_rules() -> list[dict]:
     rules.append(_pushed("l-depth_to_space", "layout-push", "depth_to_space", {"block": "?b", "mode": "?m"}, ["y"],
                          {"inputs": {"y": [1, 5, 6, 12]}, "vars": {"b": [2, 3], "m": "CRD"}},
                          out_attrs={"block": "?b", "mode": "?m", "layout": "NHWC"}))  # pixel shuffles, sub-pixel convs'
+    rules.append(_pushed("l-space_to_depth", "layout-push", "space_to_depth", {"block": "?b", "mode": "?m"}, ["y"],
+                         {"inputs": {"y": [1, 4, 6, 3]}, "vars": {"b": [2, 3], "m": "DCR"}},
+                         out_attrs={"block": "?b", "mode": "?m", "layout": "NHWC"}))  # pixel unshuffles (Restormer's)
     resize = {"size": "?sz", "method": "?m", "coordinates": "?c", "rounding": "?r"}
     rules.append(_pushed("l-resize2d", "layout-push", "resize2d", resize, ["y"],  # U-Nets', YOLO necks' upsampling
                          {"inputs": {"y": [1, 5, 6, 3]},

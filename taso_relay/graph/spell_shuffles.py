@@ -1,18 +1,18 @@
 """Find channel and pixel shuffles spelled reshape, transpose, reshape, and spell them as one operator.
 
-Not a rewrite that needs a proof: `channel_shuffle` and `depth_to_space` are defined as those spellings
-(graph/ops/shuffle.py computes them so). The layout step spells them first so that a transpose can move
-through them.
+Not a rewrite that needs a proof: `channel_shuffle`, `depth_to_space` and `space_to_depth` are defined as those
+spellings (graph/ops/shuffle.py computes them so). The layout step spells them first so that a transpose can
+move through them.
 """
 from __future__ import annotations
 
 from .graph import Graph, make_node
-from .ops.shuffle import D2S_SPLIT, NCHW_PERM, d2s_spelling
+from .ops.shuffle import DEPTH, NCHW_PERM, SHUFFLES, SPACE, pixel_spelling
 
 
 def spell_shuffles(graph: Graph) -> tuple[Graph, int]:
-    """`graph` with every NCHW reshape -> transpose -> reshape that is a channel shuffle or a pixel shuffle,
-    and whose middle values nothing else reads, made one operator; how many were."""
+    """`graph` with every NCHW reshape -> transpose -> reshape that is a channel shuffle or a pixel shuffle
+    (or unshuffle), and whose middle values nothing else reads, made one operator; how many were."""
     readers: dict[int, int] = {}
     for node in graph.nodes:
         for r in node.inputs:
@@ -46,9 +46,18 @@ def _shuffle(graph: Graph, node, readers) -> tuple[str, dict] | None:
     g = split[1] if len(split) == 5 else 0
     if perm == NCHW_PERM and out == x and g >= 1 and c % g == 0 and split == (n, g, c // g, h, w):
         return "channel_shuffle", {"groups": g}
-    for mode in ("CRD", "DCR") if len(split) == 6 else ():
-        names = D2S_SPLIT["NCHW", mode].split()
-        block = (split[names.index("bh")], split[names.index("bw")])
-        if x[1] % (block[0] * block[1]) == 0 and d2s_spelling(x, block, mode, "NCHW") == (split, perm, out):
-            return "depth_to_space", {"block": block, "mode": mode}
+    for op in SHUFFLES if len(split) == 6 else ():
+        for mode in ("CRD", "DCR"):
+            names = (DEPTH["NCHW", mode] if op == "depth_to_space" else SPACE["NCHW"]).split()
+            block = (split[names.index("bh")], split[names.index("bw")])
+            if min(block) >= 1 and _spells(op, x, block, mode, (split, perm, out)):
+                return op, {"block": block, "mode": mode}
     return None
+
+
+def _spells(op: str, x, block, mode: str, spelled) -> bool:
+    """Whether `spelled` (the rank-6 shape, the transpose, the output shape) is `op` of an NCHW input `x`."""
+    n, c, h, w = x
+    if (c % (block[0] * block[1]) if op == "depth_to_space" else h % block[0] or w % block[1]):
+        return False
+    return pixel_spelling(op, x, block, mode, "NCHW") == spelled

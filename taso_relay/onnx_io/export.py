@@ -16,7 +16,7 @@ import numpy as np
 
 from ..graph import INT_HIGH, Graph
 from ..graph.ops.linear import KERNEL_TO_OIHW
-from ..graph.ops.shuffle import d2s_spelling, spelling
+from ..graph.ops.shuffle import pixel_spelling, spelling
 from ..graph.ops.sources import constant_value
 from .opaque import OPAQUE_EMITTERS, resize_attrs
 from .writer import ExportError, Writer, elem_type, onnx_package as _onnx
@@ -102,14 +102,16 @@ def _resize2d(w, a, xs, ins, outs):
     return [y]
 
 
-def _shuffle(w, a, xs, ins, outs):
+def _shuffle(op: str):
     """A channel or pixel shuffle as the reshape, transpose, reshape it is defined as (DepthToSpace is NCHW only)."""
-    if "groups" in a:
-        split, perm = spelling(ins[0].shape, a["groups"], a["layout"])
-    else:
-        split, perm, _ = d2s_spelling(ins[0].shape, tuple(a["block"]), a["mode"], a["layout"])
-    parts = w.one("Transpose", [w.one("Reshape", [xs[0], w.ints(list(split))])], perm=list(perm))
-    return [w.one("Reshape", [parts, w.ints(list(outs[0].shape))])]
+    def write(w, a, xs, ins, outs):
+        if op == "channel_shuffle":
+            split, perm = spelling(ins[0].shape, a["groups"], a["layout"])
+        else:
+            split, perm, _ = pixel_spelling(op, ins[0].shape, tuple(a["block"]), a["mode"], a["layout"])
+        parts = w.one("Transpose", [w.one("Reshape", [xs[0], w.ints(list(split))])], perm=list(perm))
+        return [w.one("Reshape", [parts, w.ints(list(outs[0].shape))])]
+    return write
 
 
 def _batch_norm(w, a, xs, ins, outs):
@@ -205,8 +207,9 @@ EMITTERS = {
     "max_pool2d": _pool("max_pool2d"),
     "avg_pool2d": _pool("avg_pool2d"),
     "resize2d": _resize2d,
-    "channel_shuffle": _shuffle,
-    "depth_to_space": _shuffle,
+    "channel_shuffle": _shuffle("channel_shuffle"),
+    "depth_to_space": _shuffle("depth_to_space"),
+    "space_to_depth": _shuffle("space_to_depth"),
     "batch_norm": _batch_norm,
     "layer_norm": _layer_norm,
     "softmax": lambda w, a, xs, ins, outs: [w.one("Softmax", xs, axis=int(a["axis"]))],

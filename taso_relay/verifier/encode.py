@@ -378,7 +378,7 @@ def encode_op(op: str, attrs: Mapping[str, Any], args: list) -> Built:
         b.outputs = [_in_nchw(b, a["layout"], lambda x: _apply(b, op, ints, [x]), args[0])]
     elif op == "channel_shuffle" and a["layout"] in DATA_TO_NCHW:
         b.outputs = [_in_nchw(b, a["layout"], lambda x: _apply(b, op, [a["groups"]], [x]), args[0])]
-    elif op == "depth_to_space" and a["layout"] in DATA_TO_NCHW:
+    elif op in ("depth_to_space", "space_to_depth") and a["layout"] in DATA_TO_NCHW:
         ints = [*_tuple(a["block"], 2, "block"), as_int(a["mode"])]
         b.outputs = [_in_nchw(b, a["layout"], lambda x: _apply(b, op, ints, [x]), args[0])]
     elif op == "resize2d" and a["layout"] in DATA_TO_NCHW:

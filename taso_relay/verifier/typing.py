@@ -148,6 +148,11 @@ def facts(name: str, ints, args, out) -> list:
         (x,) = args
         return f + [rank(x) == 4, bh >= 1, bw >= 1, dim(x, 1) % (bh * bw) == 0] + \
             _dims_are(out, [dim(x, 0), dim(x, 1) / (bh * bw), dim(x, 2) * bh, dim(x, 3) * bw])
+    if name == "space_to_depth":  # its inverse
+        bh, bw, _ = ints
+        (x,) = args
+        return f + [rank(x) == 4, bh >= 1, bw >= 1, dim(x, 2) % bh == 0, dim(x, 3) % bw == 0] + \
+            _dims_are(out, [dim(x, 0), dim(x, 1) * bh * bw, dim(x, 2) / bh, dim(x, 3) / bw])
     if name == "resize2d":  # no theory of its values: only its shape
         (x,) = args
         return f + [rank(x) == 4, ints[0] >= 1, ints[1] >= 1] + \

@@ -78,6 +78,7 @@ SIGNATURES: dict[str, tuple[int, int]] = {
     "resize2d": (5, 1),  # output H and W, then the codes of method, coordinate mode and rounding (NCHW)
     "channel_shuffle": (1, 1),  # groups (NCHW)
     "depth_to_space": (3, 1),  # block (h, w), the code of the mode (NCHW)
+    "space_to_depth": (3, 1),  # the same
     "identity_conv": (4, 0),
     "avg_kernel": (4, 0),
     "identity_matrix": (1, 0),

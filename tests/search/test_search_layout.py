@@ -226,6 +226,37 @@ def test_pixel_shuffles_are_spelled_as_one_operator_and_converted(mode, block):
     np.testing.assert_allclose(evaluate(converted, feeds)[0], evaluate(g, feeds)[0], rtol=1e-5, atol=1e-5)
 
 
+def unshuffled_stem(mode="CRD", block=(2, 2)):
+    """A pixel unshuffle as exports spell it (PyTorch's PixelUnshuffle, CRD; ONNX's SpaceToDepth, DCR) between
+    convs: Restormer's downsampling."""
+    rng = np.random.default_rng(17)
+    b = GraphBuilder()
+    (bh, bw), c, h, w = block, 3, 4 * block[0], 2 * block[1]
+    x = b.op("conv2d", b.input("x", (1, 2, h, w)), b.weight(
+        "w0", (c, 2, 3, 3), value=(rng.standard_normal((c, 2, 3, 3)) / 3).astype("float32")), padding=(1, 1, 1, 1))
+    blocks = b.op("reshape", x, shape=(1, c, h // bh, bh, w // bw, bw))
+    moved = b.op("transpose", blocks, perm=(0, 1, 3, 5, 2, 4) if mode == "CRD" else (0, 3, 5, 1, 2, 4))
+    y = b.op("conv2d", b.op("reshape", moved, shape=(1, c * bh * bw, h // bh, w // bw)), b.weight(
+        "w1", (4, c * bh * bw, 1, 1), value=rng.standard_normal((4, c * bh * bw, 1, 1)).astype("float32")))
+    return b.build([y])
+
+
+@pytest.mark.parametrize("mode, block", [("CRD", (2, 2)), ("DCR", (2, 3))])
+def test_pixel_unshuffles_are_spelled_as_one_operator_and_converted(mode, block):
+    from taso_relay.graph.spell_shuffles import spell_shuffles
+
+    g = unshuffled_stem(mode, block)
+    spelled, found = spell_shuffles(g)
+    (s2d,) = [n for n in spelled.nodes if n.op == "space_to_depth"]
+    assert found == 1 and s2d.attr("mode") == mode and tuple(s2d.attr("block")) == block
+    feeds = random_feeds(g, np.random.default_rng(18))
+    np.testing.assert_array_equal(evaluate(spelled, feeds)[0], evaluate(g, feeds)[0])
+    converted, trail, complete = convert_layout(g)
+    assert complete and Counter(m.rule.id for m, _ in trail)["l-space_to_depth"] == 1
+    assert len(activation_transposes(converted)) == 2
+    np.testing.assert_allclose(evaluate(converted, feeds)[0], evaluate(g, feeds)[0], rtol=1e-5, atol=1e-5)
+
+
 def test_a_reshape_transpose_reshape_that_is_no_shuffle_is_left_spelled():
     """The same shapes with the transpose of another order (rows and columns of the block swapped) spell
     neither operator."""

@@ -76,7 +76,8 @@ def _layout_rule(rule_id, mutate=None):
                                      "l-clip01", "l-div-scalar-left", "l-pad", "l-slice23", "l-slice1",
                                      "l-split2", "l-split5", "l-mul-weight3", "l-sub-weight3",
                                      "l-concat-nest14", "l-concat-nest64", "l-concat-flatten61-3", "l-concat1",
-                                     "l-resize2d", "l-channel_shuffle", "l-depth_to_space"])
+                                     "l-resize2d", "l-channel_shuffle", "l-depth_to_space",
+                                     "l-space_to_depth"])
 def test_layout_rules_are_proved(rule_id):
     assert prove_rule(_layout_rule(rule_id), timeout=20).status == PROVED
 
@@ -109,6 +110,7 @@ def _target(data, node_id):
     ("l-channel_shuffle", lambda d: _target(d, "n")["attrs"].update(groups=1)),  # not shuffled at all
     ("l-depth_to_space", lambda d: _target(d, "n")["attrs"].update(mode="DCR")),  # the channels read (i, j, c)
     ("l-depth_to_space", lambda d: _target(d, "n")["attrs"].update(block="=(?b[1], ?b[0])")),  # the block turned
+    ("l-space_to_depth", lambda d: _target(d, "n")["attrs"].update(mode="CRD")),  # the channels written (c, i, j)
     ("l-resize2d", lambda d: _target(d, "n")["attrs"].update(method="nearest_neighbor")),  # another resize
     ("l-concat-nest20", lambda d: _target(d, "n").update(inputs=["u19", "a"])),  # the last input put first
     ("l-concat-flatten13-7",  # the last input put first

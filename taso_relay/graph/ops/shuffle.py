@@ -51,39 +51,54 @@ register(OpDef("channel_shuffle", 1, {"groups": REQUIRED, "layout": "NCHW"}, _in
 
 
 # depth_to_space: output channel c, row h * bh + i, column w * bw + j reads input channel
-# (c, i, j) in CRD order (PyTorch's pixel shuffle) or (i, j, c) in DCR order (ONNX's default)
-D2S_SPLIT = {("NCHW", "CRD"): "n c bh bw h w", ("NCHW", "DCR"): "n bh bw c h w",
-             ("NHWC", "CRD"): "n h w c bh bw", ("NHWC", "DCR"): "n h w bh bw c"}
-D2S_ORDER = {"NCHW": "n c h bh w bw", "NHWC": "n h bh w bw c"}
+# (c, i, j) in CRD order (PyTorch's pixel shuffle) or (i, j, c) in DCR order (ONNX's default);
+# space_to_depth is its inverse (PyTorch's pixel unshuffle: CRD; ONNX's SpaceToDepth: DCR)
+DEPTH = {("NCHW", "CRD"): "n c bh bw h w", ("NCHW", "DCR"): "n bh bw c h w",
+         ("NHWC", "CRD"): "n h w c bh bw", ("NHWC", "DCR"): "n h w bh bw c"}  # channels split
+SPACE = {"NCHW": "n c h bh w bw", "NHWC": "n h bh w bw c"}  # rows and columns split
+SHUFFLES = ("depth_to_space", "space_to_depth")
 
 
-def d2s_spelling(shape, block, mode: str, layout: str) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
-    """The rank-6 shape, the transpose and the output shape a pixel shuffle of an input of `shape` is."""
+def pixel_spelling(op: str, shape, block, mode: str, layout: str) -> tuple[tuple[int, ...], ...]:
+    """The rank-6 shape, the transpose and the output shape `op` of an input of `shape` is."""
     (bh, bw), axes = block, DATA_TO_NCHW[layout]
     n, c, h, w = (shape[i] for i in axes)
-    sizes = {"n": n, "c": c // (bh * bw), "h": h, "w": w, "bh": bh, "bw": bw}
-    split = D2S_SPLIT[layout, mode].split()
-    perm = tuple(split.index(name) for name in D2S_ORDER[layout].split())
-    nchw = (n, sizes["c"], h * bh, w * bw)
+    if op == "depth_to_space":
+        sizes = {"n": n, "c": c // (bh * bw), "h": h, "w": w}
+        split, order, nchw = DEPTH[layout, mode].split(), SPACE[layout].split(), (n, c // (bh * bw), h * bh, w * bw)
+    else:
+        sizes = {"n": n, "c": c, "h": h // bh, "w": w // bw}
+        split, order, nchw = SPACE[layout].split(), DEPTH[layout, mode].split(), (n, c * bh * bw, h // bh, w // bw)
+    sizes.update(bh=bh, bw=bw)
+    perm = tuple(split.index(name) for name in order)
     return tuple(sizes[name] for name in split), perm, tuple(nchw[axes.index(i)] for i in range(4))
 
 
-def _d2s_infer(types, attrs):
-    (x,) = types
-    block, mode, layout = tuple(attrs["block"]), attrs["mode"], attrs["layout"]
-    if x.rank != 4 or layout not in DATA_TO_NCHW or (layout, mode) not in D2S_SPLIT:
-        raise fail("depth_to_space", "expects a 4-D NCHW or NHWC tensor, mode CRD or DCR", types)
-    c = x.shape[DATA_TO_NCHW[layout][1]]
-    if len(block) != 2 or min(block) < 1 or c % (block[0] * block[1]):
-        raise fail("depth_to_space", f"{c} channels do not split into blocks of {block}", types)
-    return [TensorType(d2s_spelling(x.shape, block, mode, layout)[2], x.dtype)]
+def _pixel_infer(op: str):
+    def infer(types, attrs):
+        (x,) = types
+        block, mode, layout = tuple(attrs["block"]), attrs["mode"], attrs["layout"]
+        if x.rank != 4 or layout not in DATA_TO_NCHW or (layout, mode) not in DEPTH:
+            raise fail(op, "expects a 4-D NCHW or NHWC tensor, mode CRD or DCR", types)
+        n, c, h, w = (x.shape[i] for i in DATA_TO_NCHW[layout])
+        if len(block) != 2 or min(block) < 1:
+            raise fail(op, f"block {block} is not two positive sizes", types)
+        if op == "depth_to_space" and c % (block[0] * block[1]):
+            raise fail(op, f"{c} channels do not split into blocks of {block}", types)
+        if op == "space_to_depth" and (h % block[0] or w % block[1]):
+            raise fail(op, f"{h} x {w} does not split into blocks of {block}", types)
+        return [TensorType(pixel_spelling(op, x.shape, block, mode, layout)[2], x.dtype)]
+    return infer
 
 
-def _d2s_eval(xs, attrs):
-    x = xs[0]
-    split, perm, out = d2s_spelling(x.shape, tuple(attrs["block"]), attrs["mode"], attrs["layout"])
-    return [np.ascontiguousarray(x.reshape(split).transpose(perm).reshape(out))]
+def _pixel_eval(op: str):
+    def run(xs, attrs):
+        x = xs[0]
+        split, perm, out = pixel_spelling(op, x.shape, tuple(attrs["block"]), attrs["mode"], attrs["layout"])
+        return [np.ascontiguousarray(x.reshape(split).transpose(perm).reshape(out))]
+    return run
 
 
-register(OpDef("depth_to_space", 1, {"block": REQUIRED, "mode": REQUIRED, "layout": "NCHW"}, _d2s_infer, _d2s_eval,
-               lambda xs, attrs, p: _d2s_eval(xs, attrs), Pattern.INJECTIVE))
+for _op in SHUFFLES:
+    register(OpDef(_op, 1, {"block": REQUIRED, "mode": REQUIRED, "layout": "NCHW"}, _pixel_infer(_op), _pixel_eval(_op),
+                   lambda xs, attrs, p, run=_pixel_eval(_op): run(xs, attrs), Pattern.INJECTIVE))
