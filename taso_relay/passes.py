@@ -444,9 +444,11 @@ class TASOOptimizer:
         values = symbolic_sizes.stand_ins(func, syms)
         shown = symbolic_sizes.shown_sizes(values)
         bound, refusal = symbolic_sizes.bound_at(func, values)
-        if refusal is not None:
-            report.notes.append(f"taso_relay: '{report.name}' not optimized at stand-in sizes for its symbolic "
-                                f"ones ({shown}): {refusal}")
+        if refusal is not None:  # (a warning too: the import's refusal that follows names only the symbol)
+            message = f"taso_relay: '{report.name}' not optimized at stand-in sizes for its symbolic ones ({shown}): " \
+                      f"{refusal}"
+            report.notes.append(message)
+            warnings.warn(message, stacklevel=3)
             return None
         own = FunctionReport(report.name, sized=shown)  # (not empty: the bound function does not come back here)
         optimized = self._transform(bound, mod, own)

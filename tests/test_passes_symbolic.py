@@ -382,3 +382,36 @@ def test_a_reshape_whose_sizes_multiply_out_equal_is_written_back_in_the_symbols
     with pytest.raises(symbolic_sizes.NotGeneral):
         symbolic_sizes._same_size(x, relax.ShapeExpr([n, 8, h * 6, w * 4 - 1]))
 
+
+
+def test_a_height_the_function_halves_stands_in_even(rng):
+    """A SpaceToDepth (Restormer's pixel unshuffle) reshapes H into (H // 2, 2): at an odd prime the function does
+    not type-check. H and W stand in as a prime times 2 and are checked at even sizes; the batch norm after the conv
+    folds, written back in H // 2 and W // 2."""
+    m = Model(9)
+    y = m.bn(m.conv(m.op("SpaceToDepth", ["x"], blocksize=2), 12, 8, 3, pads=[1, 1, 1, 1]), 8)
+    mod = import_onnx(m.build([("x", F32, ["N", 3, "H", "W"])], [(y, F32, ["N", 8, "H2", "W2"])]))
+    assert symbolic_sizes.divisors(mod["main"]) == {"H": 2, "W": 2}
+    taso = TASOPass(verify_speed=False, min_gain=0.0)
+    out = taso(mod)
+    report = taso.report["main"]
+    assert report.status == "optimized", report.warnings
+    assert [a.rule_id for a in report.search.applied][:1] == ["h-bn-conv"] and batch_norm_calls(out) == 0
+    stand_ins = dict(s.split("=") for s in report.sized.split(" (stand-ins)")[0].split("at ")[1].split(", "))
+    assert int(stand_ins["H"]) % 2 == 0 and int(stand_ins["W"]) % 2 == 0 and int(stand_ins["N"]) % 2 == 1
+    for h, w in ((2, 4), (6, 2)):
+        want_mod, got_mod = (at(f["main"], {"N": 2, "H": h, "W": w}) for f in (mod, out))
+        inputs = random_inputs(want_mod["main"].params, rng)
+        np.testing.assert_allclose(run_module(got_mod, inputs)[0], run_module(want_mod, inputs)[0], rtol=1e-4,
+                                   atol=1e-5)
+
+
+def test_a_symbol_the_function_halves_is_known_even_where_a_reshape_is_written_back():
+    """(N, 3, H, W) into (N, 3, H // 2, 2, W // 2, 2) holds as many elements only where H and W are even."""
+    n, h, w = (tirx.Var(name, "int64") for name in "NHW")
+    x = relax.Var("x", relax.TensorType((n, 3, h, w), "float32"))
+    split = relax.ShapeExpr([n, 3, h // 2, 2, w // 2, 2])
+    symbolic_sizes._same_size(x, split, {"H": 2, "W": 2})
+    for steps in ({}, {"H": 2}):
+        with pytest.raises(symbolic_sizes.NotGeneral):
+            symbolic_sizes._same_size(x, split, steps)

@@ -197,6 +197,7 @@ def check_symbolic(path: Path, target, time_limit: float, sizes=(1, 2, 3)) -> di
     import tvm
     from tvm.relax.frontend.onnx import from_onnx
 
+    from taso_relay.bridge import symbolic_sizes
     from taso_relay.bridge.execute import module_with, random_inputs, run_module
     from taso_relay.passes import TASOPass
 
@@ -217,8 +218,9 @@ def check_symbolic(path: Path, target, time_limit: float, sizes=(1, 2, 3)) -> di
     # swap shows); bound in their module (the PrimFuncs its call_tirs call)
     names = {d.name for p in mod["main"].params for d in getattr(p.ty.shape, "values", ())
              if isinstance(d, tvm.tirx.Var)}
+    steps = symbolic_sizes.divisors(mod["main"])  # a size the model halves (a pixel unshuffle's H) runs even
     for k in sizes:
-        sized = {n: k + i for i, n in enumerate(sorted(names))}
+        sized = {n: (k + i) * steps.get(n, 1) for i, n in enumerate(sorted(names))}
         bound = [module_with(m, "main", m["main"].bind_symbolic_vars(sized)) for m in (mod, rewritten)]
         arrays = random_inputs(bound[0]["main"].params, np.random.default_rng(k), bound[0]["main"])
         original = run_module(bound[0], arrays, target)

@@ -8,13 +8,16 @@ function a size is a multiple of a stand-in exactly when it came from that symbo
 (a reshape's, a slice's bounds, call_tir's outputs) with its stand-in factors read as symbols (a slice's
 7 - 1 is N - 1), or, for a size Relax folded once bound (a KV cache's past + new tokens, 5 + 7 = 12; a
 reshape's (N - 1) * 2), as the size the original writes of that value (`compound_sizes`; the stand-ins are
-picked so that no two such sizes, nor one and a number written, share a value). A rule whose conditions held
+picked so that no two such sizes, nor one and a number written, share a value). A symbol the function divides
+(a pixel unshuffle's H // 2) stands in as a prime times the divisor (`divisors`), and every size checked is a
+multiple of it: elsewhere the function does not type-check. A rule whose conditions held
 only at the stand-ins would rewrite wrongly elsewhere, and a size the optimizer made may be read as a symbol
 by chance: so the caller runs the generalized function against the original at other sizes (`check_sizes`)
 and keeps it only where they agree.
 """
 from __future__ import annotations
 
+import math
 import re
 from functools import reduce
 
@@ -32,6 +35,7 @@ from .ops_table import pin_example
 
 _SIZES = (tirx.IntImm, BinaryOpExpr)  # a size written as a value (a slice's bounds)
 FIRST_STAND_IN = 5  # the smallest prime tried: small enough to keep the stand-in model cheap to time
+MAX_DIVISOR = 64  # a symbol divided by more (a length // 1000) keeps its prime: its stand-in model would be large
 
 
 def symbols(func) -> list | None:
@@ -62,28 +66,49 @@ def pin_hint(syms) -> str:
 
 
 def stand_ins(func, syms) -> dict:
-    """A distinct prime per symbol that divides no number `func` writes as a size or attribute; where one
-    can, primes at which every size of the symbols is above 1 (a length halved four times is 1 at 11: a 1 says
-    nothing of the symbol, and reads back as a number) and at which the sums and other compounds `func` writes
-    (past + new tokens) read back (`compound_sizes`: no two share a value, none is a number written)."""
+    """A distinct prime per symbol that divides no number `func` writes as a size or attribute (times the
+    symbol's divisor, `divisors`); where one can, primes at which every size of the symbols is above 1 (a
+    length halved four times is 1 at 11: a 1 says nothing of the symbol, and reads back as a number) and at
+    which the sums and other compounds `func` writes (past + new tokens) read back (`compound_sizes`: no two
+    share a value, none is a number written)."""
     written = _numbers_written(func)
     compounds = [e for e in _sizes_in(func) if _is_compound(e)]
     explicit = [e for e in explicit_sizes(func) if _is_compound(e)]
+    steps = divisors(func)
     values, start = {}, FIRST_STAND_IN
     for _ in range(12):  # (a few tries; the first is kept where none will do)
         tried, p = {}, start
         for v in syms:
             while not _is_prime(p) or any(n % p == 0 for n in written):
                 p += 1
-            tried[v] = p
+            tried[v] = p * steps.get(v.name, 1)
             p += 1
         values = values or tried
         table = compound_sizes(func, tried, written, compounds)
         if min(_at(compounds, tried), default=2) > 1 and all(table.get(n, 0) is not None
                                                               for n in _at(explicit, tried)):
             return tried
-        start = tried[syms[0]] + 1
+        start = tried[syms[0]] // steps.get(syms[0].name, 1) + 1
     return values
+
+
+def divisors(func) -> dict[str, int]:
+    """{symbol name: m} for the symbols `func`'s sizes divide by a number (a pixel unshuffle's or
+    space-to-depth's H // 2, W // 2): the least common multiple of those numbers. The function type-checks
+    only at multiples of m (its reshape of H into (H // 2, 2)), so the stand-in and every size checked are."""
+    found: dict[str, int] = {}
+
+    def visit(e):
+        if isinstance(e, (tirx.FloorDiv, tirx.FloorMod)) and isinstance(e.a, tirx.Var) \
+                and isinstance(e.b, tirx.IntImm) and e.b.value > 1:
+            found[e.a.name] = math.lcm(found.get(e.a.name, 1), int(e.b.value))
+        if isinstance(e, BinaryOpExpr):
+            visit(e.a)
+            visit(e.b)
+
+    for size in _sizes_in(func):
+        visit(size)
+    return {name: m for name, m in found.items() if m <= MAX_DIVISOR}
 
 
 def _sizes_in(func) -> list:
@@ -233,11 +258,11 @@ def bound_at(func, values: dict):
     except Exception as exc:  # noqa: BLE001 - Relax refuses the function bound at the stand-ins
         return None, f"bound at the stand-ins it does not type-check ({str(exc).splitlines()[0][:160]})"
     given, read = explicit_sizes(func), explicit_sizes(back)
-    analyzer = Analyzer()
+    steps = divisors(func)
     if len(given) != len(read):
         return None, "bound at the stand-ins it writes another number of sizes"
     for a, b in zip(given, read):
-        if not analyzer.can_prove_equal(a, b):
+        if not stepped_analyzer(steps, a - b).can_prove_equal(a, b):
             return None, f"bound at the stand-ins its size {_shown(a)} is written {_shown(b)}"
     return bound, None
 
@@ -259,7 +284,7 @@ def generalize(optimized, original, values: dict):
         if any(d > 1 and d % int(p) == 0 for d in shape for p in values.values()):
             raise NotGeneral(f"a constant of shape {shape} holds a stand-in size (a weight broadcast over a "
                              "symbolic size, computed ahead)")
-    rewriter = _Generalizer(values, compound_sizes(original, values))
+    rewriter = _Generalizer(values, compound_sizes(original, values), divisors(original))
     for bound, param in zip(optimized.params, original.params):
         rewriter.set_var_remap(bound, param)
     try:
@@ -291,9 +316,10 @@ class _Generalizer(PyExprMutator):
     """Writes the sizes a function gives itself in the symbols; every binding is emitted again, so Relax infers
     the symbolic types of the values in between."""
 
-    def __init__(self, values: dict, compounds: dict):
+    def __init__(self, values: dict, compounds: dict, steps: dict[str, int]):
         super().__init__()
         self.by_prime = {int(k): v for v, k in values.items()}
+        self.steps = steps  # divisors: the symbols' values are multiples of these
         self.compounds = compounds  # compound_sizes: value at the stand-ins -> the original's expression
         self.refused: NotGeneral | None = None  # why a visit refused (TVM's mutator re-raises it as its own)
 
@@ -324,7 +350,7 @@ class _Generalizer(PyExprMutator):
                 raise NotGeneral(f"an attribute of {op.op} holds a stand-in size: {op.attrs}")
             args = [self.arg(a) for a in op.args]
             if op.op.same_as(_RESHAPE):
-                _same_size(args[0], args[1])
+                _same_size(args[0], args[1], self.steps)
         except NotGeneral as exc:
             self.refused = exc
             raise
@@ -356,9 +382,20 @@ class _Generalizer(PyExprMutator):
 _RESHAPE = tvm.ir.Op.get("relax.reshape")
 
 
-def _same_size(data, shape) -> None:
+def stepped_analyzer(steps: dict[str, int] | None, expr) -> Analyzer:
+    """An analyzer that knows each symbol of `expr` in `steps` (divisors) is a multiple of its divisor: H is
+    2 * H' where the function halves H, so (H // 2) * 2 is H."""
+    analyzer = Analyzer()
+    for v in tirx.analysis.undefined_vars(expr):
+        if (steps or {}).get(v.name, 1) > 1:
+            analyzer.bind(v, tirx.Var(v.name, "int64") * tirx.IntImm("int64", steps[v.name]))
+    return analyzer
+
+
+def _same_size(data, shape, steps: dict[str, int] | None = None) -> None:
     """NotGeneral unless a reshape's new shape, read back, provably holds as many elements as its data: a size 1
-    at the stand-ins (a length halved four times) says nothing of the symbol, and Relax does not check it."""
+    at the stand-ins (a length halved four times) says nothing of the symbol, and Relax does not check it. A
+    symbol in `steps` is a multiple of its divisor (H = (H // 2) * 2 where the function halves H)."""
     ty, values = data.ty, getattr(shape, "values", None)
     if not isinstance(ty, relax.TensorType) or not isinstance(ty.shape, relax.ShapeExpr) or values is None:
         return
@@ -367,7 +404,7 @@ def _same_size(data, shape) -> None:
     # sizes are at least 1 and far below int64's end: a slice's min/max of n is n - 1, its end at INT64_MAX is n
     bounds = [c for v in tirx.analysis.undefined_vars(before * after)
               for c in (v >= 1, v < tirx.IntImm("int64", 2 ** 40))]
-    analyzer = Analyzer()
+    analyzer = stepped_analyzer(steps, before * after)
     with analyzer.constraint_scope(tirx.all(*bounds) if bounds else tirx.const(True)):
         same = analyzer.can_prove_equal(before, after)
     if not same:  # products of sums TVM's simplifier does not multiply out: (2 * W - 1) * 2 against 4 * W - 2
@@ -404,13 +441,15 @@ def _polynomial(e) -> dict | None:
     return {m: c for m, c in out.items() if c}
 
 
-def check_sizes(values: dict) -> list[dict]:
+def check_sizes(values: dict, steps: dict[str, int] | None = None) -> list[dict]:
     """The other sizes the generalized function is run at: every symbol 1, then 2, 3, ... (one each, so two
     symbols swapped show). Any size but the stand-in shows a number written where a symbol belongs; small
     ones keep the runs cheap (a batch of 2p + 1 images costs that many). Then, for a function that runs at
-    neither (an image through unpadded convs needs some height), sizes just above the stand-ins."""
-    return [{v: 1 for v in values}, {v: 2 + i for i, v in enumerate(values)},
-            {v: int(p) + 1 + i for i, (v, p) in enumerate(values.items())}]
+    neither (an image through unpadded convs needs some height), sizes just above the stand-ins. Each in steps
+    of the symbol's divisor (`divisors`: 2, 4, 6, ... for an H halved by a pixel unshuffle)."""
+    m = {v: (steps or {}).get(v.name, 1) for v in values}
+    return [{v: m[v] for v in values}, {v: m[v] * (2 + i) for i, v in enumerate(values)},
+            {v: int(p) + m[v] * (1 + i) for i, (v, p) in enumerate(values.items())}]
 
 
 def checked_elsewhere(general, original, mod, name: str, values: dict, target, close, seed: int) -> list[str]:
@@ -420,7 +459,7 @@ def checked_elsewhere(general, original, mod, name: str, values: dict, target, c
     if target is not None and not execute.runs_here(target):
         target = None  # a cross-compiling target: run on this host's CPU (the sizes, not the kernels, are checked)
     rng, checked, skipped = np.random.default_rng(seed), [], []
-    sizes_tried = check_sizes(values)
+    sizes_tried = check_sizes(values, divisors(original))
     for sizes in progress(sizes_tried, total=len(sizes_tried), desc="symbolic sizes: runs at other sizes",
                           unit="size"):
         if len(checked) == 2:
