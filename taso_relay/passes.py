@@ -441,9 +441,15 @@ class TASOOptimizer:
         syms = symbolic_sizes.symbols(func)
         if syms is None:
             return None
-        values = symbolic_sizes.stand_ins(func, syms)
-        shown = symbolic_sizes.shown_sizes(values)
+        values, steps = symbolic_sizes.stand_ins(func, syms), {}
         bound, refusal = symbolic_sizes.bound_at(func, values)
+        divisors = symbolic_sizes.divisors(func) if refusal is not None else {}
+        if divisors:  # it may type-check at multiples of them (a pixel unshuffle's H // 2: even sizes)
+            steps = divisors
+            stepped = symbolic_sizes.stand_ins(func, syms, steps)
+            bound, second = symbolic_sizes.bound_at(func, stepped, steps)
+            values, steps, refusal = (stepped, steps, None) if second is None else (values, {}, refusal)
+        shown = symbolic_sizes.shown_sizes(values)
         if refusal is not None:  # (a warning too: the import's refusal that follows names only the symbol)
             message = f"taso_relay: '{report.name}' not optimized at stand-in sizes for its symbolic ones ({shown}): " \
                       f"{refusal}"
@@ -463,9 +469,9 @@ class TASOOptimizer:
         if own.status != "optimized":
             return func
         try:
-            general = symbolic_sizes.generalize(optimized, func, values)
+            general = symbolic_sizes.generalize(optimized, func, values, steps)
             checked = symbolic_sizes.checked_elsewhere(general, func, mod, report.name, values, self.target,
-                                                       _close_for(own.graph_before), self.seed)
+                                                       _close_for(own.graph_before), self.seed, steps)
         except symbolic_sizes.NotGeneral as exc:
             report.status, report.rejected_by, report.kept = "rejected", "sizes", ""
             report.graph_after, report.ops_after = report.graph_before, report.ops_before

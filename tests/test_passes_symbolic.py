@@ -415,3 +415,26 @@ def test_a_symbol_the_function_halves_is_known_even_where_a_reshape_is_written_b
     for steps in ({}, {"H": 2}):
         with pytest.raises(symbolic_sizes.NotGeneral):
             symbolic_sizes._same_size(x, split, steps)
+
+
+def test_a_symbol_stands_in_at_a_multiple_of_its_divisor_only_where_asked():
+    """The top half of the rows (a slice to H // 2): it type-checks at odd sizes, so its stand-ins stay primes
+    unless a refusal at them asks for multiples (TASOPass asks only then). Refused at the primes for another reason
+    (the slice's end folds to a number), the refusal reported is the one at the primes."""
+    n, h = tirx.Var("n", "int64"), tirx.Var("h", "int64")
+    x = relax.Var("x", relax.TensorType((n, 3, h, 8), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(bb.emit(relax.op.strided_slice(x, axes=[2], begin=[0], end=[h // 2])))
+        bb.emit_func_output(out)
+    func = bb.get()["main"]
+    syms = symbolic_sizes.symbols(func)
+    steps = symbolic_sizes.divisors(func)
+    assert steps == {"h": 2}
+    plain, stepped = symbolic_sizes.stand_ins(func, syms), symbolic_sizes.stand_ins(func, syms, steps)
+    assert [int(v) % 2 for v in plain.values()] == [1, 1] and [int(v) % 2 for v in stepped.values()] == [1, 0]
+    assert symbolic_sizes.check_sizes(plain)[1] != symbolic_sizes.check_sizes(plain, steps)[1]
+    taso = TASOPass(verify_speed=False, min_gain=0.0)
+    taso(tvm.IRModule({"main": func}))
+    assert any(f"{symbolic_sizes.shown_sizes(plain)})" in w for w in taso.report["main"].warnings)

@@ -8,9 +8,10 @@ function a size is a multiple of a stand-in exactly when it came from that symbo
 (a reshape's, a slice's bounds, call_tir's outputs) with its stand-in factors read as symbols (a slice's
 7 - 1 is N - 1), or, for a size Relax folded once bound (a KV cache's past + new tokens, 5 + 7 = 12; a
 reshape's (N - 1) * 2), as the size the original writes of that value (`compound_sizes`; the stand-ins are
-picked so that no two such sizes, nor one and a number written, share a value). A symbol the function divides
-(a pixel unshuffle's H // 2) stands in as a prime times the divisor (`divisors`), and every size checked is a
-multiple of it: elsewhere the function does not type-check. A rule whose conditions held
+picked so that no two such sizes, nor one and a number written, share a value). A function that does not
+type-check at the primes and divides a symbol (a pixel unshuffle's H // 2) is bound again with that symbol a
+prime times the divisor (`divisors`, the `steps` below), and every size checked is a multiple of it: elsewhere it
+does not type-check. A rule whose conditions held
 only at the stand-ins would rewrite wrongly elsewhere, and a size the optimizer made may be read as a symbol
 by chance: so the caller runs the generalized function against the original at other sizes (`check_sizes`)
 and keeps it only where they agree.
@@ -65,16 +66,16 @@ def pin_hint(syms) -> str:
             f"{example}) before the pass, or --input-shape on the command line")
 
 
-def stand_ins(func, syms) -> dict:
+def stand_ins(func, syms, steps: dict[str, int] | None = None) -> dict:
     """A distinct prime per symbol that divides no number `func` writes as a size or attribute (times the
-    symbol's divisor, `divisors`); where one can, primes at which every size of the symbols is above 1 (a
-    length halved four times is 1 at 11: a 1 says nothing of the symbol, and reads back as a number) and at
-    which the sums and other compounds `func` writes (past + new tokens) read back (`compound_sizes`: no two
-    share a value, none is a number written)."""
+    symbol's divisor in `steps`, where given: `divisors`); where one can, primes at which every size of the
+    symbols is above 1 (a length halved four times is 1 at 11: a 1 says nothing of the symbol, and reads back
+    as a number) and at which the sums and other compounds `func` writes (past + new tokens) read back
+    (`compound_sizes`: no two share a value, none is a number written)."""
     written = _numbers_written(func)
     compounds = [e for e in _sizes_in(func) if _is_compound(e)]
     explicit = [e for e in explicit_sizes(func) if _is_compound(e)]
-    steps = divisors(func)
+    steps = steps or {}
     values, start = {}, FIRST_STAND_IN
     for _ in range(12):  # (a few tries; the first is kept where none will do)
         tried, p = {}, start
@@ -94,12 +95,14 @@ def stand_ins(func, syms) -> dict:
 
 def divisors(func) -> dict[str, int]:
     """{symbol name: m} for the symbols `func`'s sizes divide by a number (a pixel unshuffle's or
-    space-to-depth's H // 2, W // 2): the least common multiple of those numbers. The function type-checks
-    only at multiples of m (its reshape of H into (H // 2, 2)), so the stand-in and every size checked are."""
+    space-to-depth's H // 2, W // 2): the least common multiple of those numbers. Where the function does not
+    type-check at the primes (its reshape of H into (H // 2, 2)), it may at multiples of m: the stand-ins and
+    every size checked are then. Only where it must be: a function that runs at odd sizes too (a center crop at
+    H // 2) is checked at them."""
     found: dict[str, int] = {}
 
     def visit(e):
-        if isinstance(e, (tirx.FloorDiv, tirx.FloorMod)) and isinstance(e.a, tirx.Var) \
+        if isinstance(e, tirx.FloorDiv) and isinstance(e.a, tirx.Var) \
                 and isinstance(e.b, tirx.IntImm) and e.b.value > 1:
             found[e.a.name] = math.lcm(found.get(e.a.name, 1), int(e.b.value))
         if isinstance(e, BinaryOpExpr):
@@ -245,20 +248,20 @@ def explicit_sizes(func) -> list:
     return found
 
 
-def bound_at(func, values: dict):
+def bound_at(func, values: dict, steps: dict[str, int] | None = None):
     """(`func` bound at the stand-ins `values`, None), or (None, why it cannot be optimized there): a size it
     writes that binding folds to a number the stand-ins do not account for (a reshape's (n - 1) * 2 is 12;
     anywhere, also in a branch the checks after the search may not run), or one that does not type-check
-    there. Binding, then generalizing, must give every size back."""
+    there. Binding, then generalizing, must give every size back. `steps`: the divisors the stand-ins are
+    multiples of (stand_ins)."""
     try:
         bound = bind(func, values)
-        back = generalize(bound, func, values)
+        back = generalize(bound, func, values, steps)
     except NotGeneral as exc:
         return None, str(exc)
     except Exception as exc:  # noqa: BLE001 - Relax refuses the function bound at the stand-ins
         return None, f"bound at the stand-ins it does not type-check ({str(exc).splitlines()[0][:160]})"
     given, read = explicit_sizes(func), explicit_sizes(back)
-    steps = divisors(func)
     if len(given) != len(read):
         return None, "bound at the stand-ins it writes another number of sizes"
     for a, b in zip(given, read):
@@ -275,16 +278,16 @@ class NotGeneral(Exception):
     """The optimized function writes a stand-in where it cannot be read back as its symbol."""
 
 
-def generalize(optimized, original, values: dict):
+def generalize(optimized, original, values: dict, steps: dict[str, int] | None = None):
     """`optimized` (a function of `original` bound at `values`) with `original`'s parameters and its sizes
-    written in the symbols again."""
+    written in the symbols again; `steps`: the divisors the stand-ins are multiples of (stand_ins)."""
     if len(optimized.params) != len(original.params):
         raise NotGeneral("the optimized function has other parameters")
     for shape in _constant_shapes(optimized):
         if any(d > 1 and d % int(p) == 0 for d in shape for p in values.values()):
             raise NotGeneral(f"a constant of shape {shape} holds a stand-in size (a weight broadcast over a "
                              "symbolic size, computed ahead)")
-    rewriter = _Generalizer(values, compound_sizes(original, values), divisors(original))
+    rewriter = _Generalizer(values, compound_sizes(original, values), steps or {})
     for bound, param in zip(optimized.params, original.params):
         rewriter.set_var_remap(bound, param)
     try:
@@ -452,14 +455,15 @@ def check_sizes(values: dict, steps: dict[str, int] | None = None) -> list[dict]
             {v: int(p) + m[v] * (1 + i) for i, (v, p) in enumerate(values.items())}]
 
 
-def checked_elsewhere(general, original, mod, name: str, values: dict, target, close, seed: int) -> list[str]:
-    """The sizes (`check_sizes`) at which `general` compiled and ran computes what `original` does, on the same
-    random inputs; raises NotGeneral where it differs or does not run. Sizes the original cannot run at are
-    passed over, but one must be checked."""
+def checked_elsewhere(general, original, mod, name: str, values: dict, target, close, seed: int,
+                      steps: dict[str, int] | None = None) -> list[str]:
+    """The sizes (`check_sizes`, in `steps`) at which `general` compiled and ran computes what `original` does, on
+    the same random inputs; raises NotGeneral where it differs or does not run. Sizes the original cannot run at
+    are passed over, but one must be checked."""
     if target is not None and not execute.runs_here(target):
         target = None  # a cross-compiling target: run on this host's CPU (the sizes, not the kernels, are checked)
     rng, checked, skipped = np.random.default_rng(seed), [], []
-    sizes_tried = check_sizes(values, divisors(original))
+    sizes_tried = check_sizes(values, steps)
     for sizes in progress(sizes_tried, total=len(sizes_tried), desc="symbolic sizes: runs at other sizes",
                           unit="size"):
         if len(checked) == 2:
