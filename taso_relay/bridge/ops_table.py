@@ -566,14 +566,10 @@ _BINARY_MAKERS = {
 
 def _shuffle_out(name: str):
     """A shuffle as the reshape, transpose, reshape it is defined as (graph/ops/shuffle.py), in its layout."""
-    from ..graph.ops.shuffle import pixel_spelling, spelling
+    from ..graph.ops.shuffle import shuffle_spelling
 
     def out(a: dict, xs, ts, emit):
-        shape = ts[0].shape
-        if name == "channel_shuffle":
-            (split, perm), to = spelling(shape, a["groups"], a["layout"]), shape
-        else:
-            split, perm, to = pixel_spelling(name, shape, tuple(a["block"]), a["mode"], a["layout"])
+        split, perm, to = shuffle_spelling(name, ts[0].shape, a)
         parts = emit(op.permute_dims(emit(op.reshape(xs[0], split)), list(perm)))
         return op.reshape(parts, tuple(to))
     return out

@@ -448,11 +448,14 @@ def check_sizes(values: dict, steps: dict[str, int] | None = None) -> list[dict]
     """The other sizes the generalized function is run at: every symbol 1, then 2, 3, ... (one each, so two
     symbols swapped show). Any size but the stand-in shows a number written where a symbol belongs; small
     ones keep the runs cheap (a batch of 2p + 1 images costs that many). Then, for a function that runs at
-    neither (an image through unpadded convs needs some height), sizes just above the stand-ins. Each in steps
-    of the symbol's divisor (`divisors`: 2, 4, 6, ... for an H halved by a pixel unshuffle)."""
-    m = {v: (steps or {}).get(v.name, 1) for v in values}
-    return [{v: m[v] for v in values}, {v: m[v] * (2 + i) for i, v in enumerate(values)},
-            {v: int(p) + m[v] * (1 + i) for i, (v, p) in enumerate(values.items())}]
+    neither (an image through unpadded convs needs some height), sizes just above the stand-ins. With `steps`
+    (stand-ins at multiples of a divisor, `divisors`) the same again in steps of it (2, 4, 6, ... for an H a pixel
+    unshuffle halves), after the plain ones: those the original runs at are checked first."""
+    sizes = []
+    for m in ({v: 1 for v in values},) + (({v: steps.get(v.name, 1) for v in values},) if steps else ()):
+        sizes += [{v: m[v] for v in values}, {v: m[v] * (2 + i) for i, v in enumerate(values)},
+                  {v: int(p) // m[v] * m[v] + m[v] * (1 + i) for i, (v, p) in enumerate(values.items())}]
+    return sizes
 
 
 def checked_elsewhere(general, original, mod, name: str, values: dict, target, close, seed: int,

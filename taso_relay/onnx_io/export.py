@@ -16,7 +16,7 @@ import numpy as np
 
 from ..graph import INT_HIGH, Graph
 from ..graph.ops.linear import KERNEL_TO_OIHW
-from ..graph.ops.shuffle import pixel_spelling, spelling
+from ..graph.ops.shuffle import shuffle_spelling
 from ..graph.ops.sources import constant_value
 from .opaque import OPAQUE_EMITTERS, resize_attrs
 from .writer import ExportError, Writer, elem_type, onnx_package as _onnx
@@ -105,10 +105,7 @@ def _resize2d(w, a, xs, ins, outs):
 def _shuffle(op: str):
     """A channel or pixel shuffle as the reshape, transpose, reshape it is defined as (DepthToSpace is NCHW only)."""
     def write(w, a, xs, ins, outs):
-        if op == "channel_shuffle":
-            split, perm = spelling(ins[0].shape, a["groups"], a["layout"])
-        else:
-            split, perm, _ = pixel_spelling(op, ins[0].shape, tuple(a["block"]), a["mode"], a["layout"])
+        split, perm, _ = shuffle_spelling(op, ins[0].shape, a)
         parts = w.one("Transpose", [w.one("Reshape", [xs[0], w.ints(list(split))])], perm=list(perm))
         return [w.one("Reshape", [parts, w.ints(list(outs[0].shape))])]
     return write

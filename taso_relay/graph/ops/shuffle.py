@@ -1,12 +1,13 @@
-"""Shuffles: ShuffleNet's channel shuffle and the pixel shuffle (depth_to_space), NCHW canonical, NHWC by
-transposition.
+"""Shuffles: ShuffleNet's channel shuffle, the pixel shuffle (depth_to_space) and its inverse (space_to_depth),
+NCHW canonical, NHWC by transposition.
 
 Exports spell a channel shuffle reshape (N, g, C/g, H, W), transpose (0, 2, 1, 3, 4), reshape (N, C, H, W),
 and a pixel shuffle (PyTorch's PixelShuffle, ONNX's DepthToSpace, the sub-pixel conv's interleave of
 rules/handwritten_subpixel.json) reshape to rank 6, transpose, reshape: detours the layout rules cannot carry
 a transpose through (the verifier has no theory of reshape). As one operator whose NHWC form is the NCHW one
-between transposes, `l-channel_shuffle` and `l-depth_to_space` carry them; graph/spell_shuffles.py finds the
-spellings. Each one's reference is that very spelling.
+between transposes, `l-channel_shuffle`, `l-depth_to_space` and `l-space_to_depth` (the pixel unshuffle, its
+inverse) carry them; graph/spell_shuffles.py finds the spellings. Each one's reference is that very spelling
+(`shuffle_spelling`, which the Relax and ONNX forms write too).
 """
 from __future__ import annotations
 
@@ -99,6 +100,15 @@ def _pixel_eval(op: str):
     return run
 
 
+def shuffle_spelling(op: str, shape, attrs) -> tuple[tuple[int, ...], ...]:
+    """The rank-5 or -6 shape, the transpose and the output shape that shuffle `op` with `attrs` of an input of
+    `shape` is: what its reference computes and its Relax and ONNX forms write."""
+    if op == "channel_shuffle":
+        return (*spelling(shape, attrs["groups"], attrs["layout"]), tuple(shape))
+    return pixel_spelling(op, shape, tuple(attrs["block"]), attrs["mode"], attrs["layout"])
+
+
 for _op in SHUFFLES:
-    register(OpDef(_op, 1, {"block": REQUIRED, "mode": REQUIRED, "layout": "NCHW"}, _pixel_infer(_op), _pixel_eval(_op),
-                   lambda xs, attrs, p, run=_pixel_eval(_op): run(xs, attrs), Pattern.INJECTIVE))
+    _run = _pixel_eval(_op)
+    register(OpDef(_op, 1, {"block": REQUIRED, "mode": REQUIRED, "layout": "NCHW"}, _pixel_infer(_op), _run,
+                   lambda xs, attrs, p, run=_run: run(xs, attrs), Pattern.INJECTIVE))
