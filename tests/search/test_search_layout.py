@@ -173,20 +173,29 @@ def shufflenet_unit(second_reader=None):
     return b.build([out] + ([{"grouped": grouped, "split": split}[second_reader]] if second_reader else []))
 
 
+def spelled_and_converted(g, op: str, seed: int):
+    """`g`'s one shuffle spelled as `op` (computing what the spelling does), then carried into NHWC by l-`op`
+    with only the input's and the output's transposes left, the numbers unchanged; the spelled node."""
+    from taso_relay.graph.spell_shuffles import spell_shuffles
+
+    spelled, found = spell_shuffles(g)
+    nodes = [n for n in spelled.nodes if n.op == op]
+    assert found == 1 and len(nodes) == 1
+    feeds = random_feeds(g, np.random.default_rng(seed))
+    np.testing.assert_array_equal(evaluate(spelled, feeds)[0], evaluate(g, feeds)[0])
+    converted, trail, complete = convert_layout(g)
+    assert complete and Counter(m.rule.id for m, _ in trail)[f"l-{op}"] == 1
+    assert len(activation_transposes(converted)) == 2  # the input's and the output's
+    np.testing.assert_allclose(evaluate(converted, feeds)[0], evaluate(g, feeds)[0], rtol=1e-5, atol=1e-5)
+    return nodes[0]
+
+
 def test_channel_shuffles_are_spelled_as_one_operator_and_converted():
     from taso_relay.graph.spell_shuffles import spell_shuffles
 
-    g = shufflenet_unit()
-    spelled, found = spell_shuffles(g)
-    assert found == 1 and Counter(n.op for n in spelled.nodes)["channel_shuffle"] == 1
+    spelled_and_converted(shufflenet_unit(), "channel_shuffle", 11)
     for read in ("grouped", "split"):  # a 5-D value read elsewhere (here: a graph output) keeps the spelling
         assert spell_shuffles(shufflenet_unit(second_reader=read))[1] == 0
-    feeds = random_feeds(g, np.random.default_rng(11))
-    np.testing.assert_array_equal(evaluate(spelled, feeds)[0], evaluate(g, feeds)[0])
-    converted, trail, complete = convert_layout(g)
-    assert complete and Counter(m.rule.id for m, _ in trail)["l-channel_shuffle"] == 1
-    assert len(activation_transposes(converted)) == 2  # the input's and the output's
-    np.testing.assert_allclose(evaluate(converted, feeds)[0], evaluate(g, feeds)[0], rtol=1e-5, atol=1e-5)
 
 
 def subpixel_upsampler(mode="CRD", block=(2, 3), second_reader=None):
@@ -212,18 +221,10 @@ def test_pixel_shuffles_are_spelled_as_one_operator_and_converted(mode, block):
     """In NHWC the conv before a pixel shuffle and the one after it need no transposes between them."""
     from taso_relay.graph.spell_shuffles import spell_shuffles
 
-    g = subpixel_upsampler(mode, block)
-    spelled, found = spell_shuffles(g)
-    (d2s,) = [n for n in spelled.nodes if n.op == "depth_to_space"]
-    assert found == 1 and d2s.attr("mode") == mode and tuple(d2s.attr("block")) == block
+    d2s = spelled_and_converted(subpixel_upsampler(mode, block), "depth_to_space", 14)
+    assert d2s.attr("mode") == mode and tuple(d2s.attr("block")) == block
     for read in ("phases", "moved"):  # a rank-6 value read elsewhere keeps the spelling
         assert spell_shuffles(subpixel_upsampler(mode, block, second_reader=read))[1] == 0
-    feeds = random_feeds(g, np.random.default_rng(14))
-    np.testing.assert_array_equal(evaluate(spelled, feeds)[0], evaluate(g, feeds)[0])
-    converted, trail, complete = convert_layout(g)
-    assert complete and Counter(m.rule.id for m, _ in trail)["l-depth_to_space"] == 1
-    assert len(activation_transposes(converted)) == 2  # the input's and the output's
-    np.testing.assert_allclose(evaluate(converted, feeds)[0], evaluate(g, feeds)[0], rtol=1e-5, atol=1e-5)
 
 
 def unshuffled_stem(mode="CRD", block=(2, 2)):
@@ -243,18 +244,8 @@ def unshuffled_stem(mode="CRD", block=(2, 2)):
 
 @pytest.mark.parametrize("mode, block", [("CRD", (2, 2)), ("DCR", (2, 3))])
 def test_pixel_unshuffles_are_spelled_as_one_operator_and_converted(mode, block):
-    from taso_relay.graph.spell_shuffles import spell_shuffles
-
-    g = unshuffled_stem(mode, block)
-    spelled, found = spell_shuffles(g)
-    (s2d,) = [n for n in spelled.nodes if n.op == "space_to_depth"]
-    assert found == 1 and s2d.attr("mode") == mode and tuple(s2d.attr("block")) == block
-    feeds = random_feeds(g, np.random.default_rng(18))
-    np.testing.assert_array_equal(evaluate(spelled, feeds)[0], evaluate(g, feeds)[0])
-    converted, trail, complete = convert_layout(g)
-    assert complete and Counter(m.rule.id for m, _ in trail)["l-space_to_depth"] == 1
-    assert len(activation_transposes(converted)) == 2
-    np.testing.assert_allclose(evaluate(converted, feeds)[0], evaluate(g, feeds)[0], rtol=1e-5, atol=1e-5)
+    s2d = spelled_and_converted(unshuffled_stem(mode, block), "space_to_depth", 18)
+    assert s2d.attr("mode") == mode and tuple(s2d.attr("block")) == block
 
 
 def test_a_reshape_transpose_reshape_that_is_no_shuffle_is_left_spelled():
