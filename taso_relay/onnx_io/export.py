@@ -16,7 +16,7 @@ import numpy as np
 
 from ..graph import INT_HIGH, Graph
 from ..graph.ops.linear import KERNEL_TO_OIHW
-from ..graph.ops.shuffle import shuffle_spelling
+from ..graph.ops.shuffle import SHUFFLES, shuffle_spelling
 from ..graph.ops.sources import constant_value
 from .opaque import OPAQUE_EMITTERS, resize_attrs
 from .writer import ExportError, Writer, elem_type, onnx_package as _onnx
@@ -103,8 +103,15 @@ def _resize2d(w, a, xs, ins, outs):
 
 
 def _shuffle(op: str):
-    """A channel or pixel shuffle as the reshape, transpose, reshape it is defined as (DepthToSpace is NCHW only)."""
+    """A pixel shuffle as ONNX's own DepthToSpace or SpaceToDepth where one says it (NCHW, a square block;
+    SpaceToDepth has only the DCR order), so that other runtimes see the operator; every other shuffle as the
+    reshape, transpose, reshape it is defined as."""
     def write(w, a, xs, ins, outs):
+        if op in SHUFFLES and a["layout"] == "NCHW" and len(set(a["block"])) == 1:
+            if op == "depth_to_space":
+                return [w.one("DepthToSpace", [xs[0]], blocksize=int(a["block"][0]), mode=a["mode"])]
+            if a["mode"] == "DCR":
+                return [w.one("SpaceToDepth", [xs[0]], blocksize=int(a["block"][0]))]
         split, perm, _ = shuffle_spelling(op, ins[0].shape, a)
         parts = w.one("Transpose", [w.one("Reshape", [xs[0], w.ints(list(split))])], perm=list(perm))
         return [w.one("Reshape", [parts, w.ints(list(outs[0].shape))])]

@@ -108,6 +108,26 @@ def test_exported_graph_matches_the_interpreter(name):
     _check(build, shapes)
 
 
+def test_pixel_shuffles_are_written_as_onnx_operators_where_onnx_has_them():
+    """NCHW with a square block: DepthToSpace in either order, SpaceToDepth in DCR (ONNX's only order);
+    the others (PyTorch's CRD pixel unshuffle, a 2x1 block, NHWC) keep their reshape, transpose, reshape."""
+    g = GraphBuilder()
+    x = g.input("in0", (1, 8, 4, 6))
+    ys = [g.op("depth_to_space", x, block=(2, 2), mode="CRD"), g.op("depth_to_space", x, block=(2, 2), mode="DCR"),
+          g.op("space_to_depth", x, block=(2, 2), mode="DCR"), g.op("space_to_depth", x, block=(2, 2), mode="CRD"),
+          g.op("depth_to_space", x, block=(2, 1), mode="CRD")]
+    sig = SimpleNamespace(input_names=("in0",), result=tuple(range(len(ys))), exports=())
+    model = export_graph(g.build(ys), sig, ["x"], [f"y{k}" for k in range(len(ys))])
+    kinds = [(n.op_type, {a.name: a.s or a.i for a in n.attribute}) for n in model.graph.node]
+    assert ("DepthToSpace", {"blocksize": 2, "mode": b"CRD"}) in kinds
+    assert ("DepthToSpace", {"blocksize": 2, "mode": b"DCR"}) in kinds
+    assert [k for k in kinds if k[0] in ("DepthToSpace", "SpaceToDepth")][2] == ("SpaceToDepth", {"blocksize": 2})
+    assert len([k for k in kinds if k[0] == "Transpose"]) == 2
+    feed = np.random.default_rng(0).uniform(-1, 1, (1, 8, 4, 6)).astype("float32")
+    for want, got in zip(evaluate(g.build(ys), {"in0": feed}), run_onnxruntime(model, {"x": feed})):
+        np.testing.assert_array_equal(got, want)
+
+
 def test_opaque_nodes_are_refused_by_name():
     g = GraphBuilder()
     x = g.input("x", (2, 2))
