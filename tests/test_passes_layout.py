@@ -71,6 +71,41 @@ def test_in_nhwc_a_pixel_shuffle_needs_no_transposes_around_it(run_module, rng):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+def reflect_padded_resnet():
+    """CycleGAN's and fast style transfer's residual blocks: a reflect pad (ReflectionPad2d), a conv, an instance
+    norm and a relu, twice, added to the input; an edge pad (ReplicationPad2d) before the last conv."""
+    m = Model(5)
+    x = m.op("Relu", [m.conv("x", 3, 8, 3, pads=[1, 1, 1, 1])])
+    for _ in range(2):
+        y = x
+        for k in range(2):
+            y = m.conv(m.op("Pad", [y, m.const([0, 0, 1, 1, 0, 0, 1, 1])], mode="reflect"), 8, 8, 3)
+            y = m.op("InstanceNormalization", [y, m.weight((8,), positive=True), m.weight((8,))], epsilon=1e-5)
+            y = m.op("Relu", [y]) if k == 0 else y
+        x = m.op("Add", [x, y])
+    y = m.conv(m.op("Pad", [x, m.const([0, 0, 2, 1, 0, 0, 0, 3])], mode="edge"), 8, 3, 3)
+    return m.build([("x", F32, [1, 3, 7, 6])], [(m.op("Tanh", [y]), F32, [1, 3, 6, 7])])
+
+
+def test_in_nhwc_reflect_pads_and_instance_norms_need_no_transposes_around_them(run_module, rng):
+    """TVM's importer writes ONNX Pad's reflect and edge modes as call_tirs of topi's pads, read as mirror_pad;
+    l-mirror_pad, l-variance23-keep and l-sqrt carry the transposes through them and the instance norms'
+    arithmetic: the function transposes its input and its output only."""
+    mod = import_onnx(reflect_padded_resnet())
+    taso = TASOPass(cost=FakeTuned(0.5), time_limit=3, verify_speed=False, layout="nhwc")
+    out = taso(mod)
+    report = taso.report["main"]
+    assert report.status == "optimized", report.summary()
+    rules = [r.split()[0] for r in report.rewrites]
+    assert rules.count("l-mirror_pad") == 5 and rules.count("l-variance23-keep") == 4, report.rewrites
+    assert {str(call.attrs.data_layout) for call in _calls(out, "relax.nn.conv2d")} == {"NHWC"}
+    assert len(_calls(out, "relax.permute_dims")) == 2
+    assert {str(call.attrs.pad_mode) for call in _calls(out, "relax.nn.pad")} == {"reflect", "replicate"}
+    inputs = random_inputs(mod["main"].params, rng)
+    for want, got in zip(run_module(mod, inputs), run_module(out, inputs)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
 def test_without_the_option_or_a_judge_that_prefers_it_the_layouts_stay(rng):
     mod = import_onnx(resnet_block())
     for taso in (TASOPass(cost=FakeTuned(0.5), time_limit=3, verify_speed=False, layout=None),

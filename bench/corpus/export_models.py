@@ -539,9 +539,27 @@ def superres(out: Path) -> None:
         export(model, (x,), out / f"dynamo_{name}.onnx", dynamo=True)
 
 
+def styled(out: Path) -> None:
+    """Reflect pads and instance norms (bench/corpus/models_styled.py): CycleGAN's ResNet generator and a fast style
+    transfer net, at 128 x 128; through both exporters (affine instance norms randomised, as trained ones are)."""
+    import torch
+
+    from .models_styled import cyclegan_generator, style_transfer
+
+    for name, model in (("cyclegan_generator", cyclegan_generator()), ("style_transfer", style_transfer())):
+        with torch.no_grad():
+            for m in model.modules():
+                if isinstance(m, torch.nn.InstanceNorm2d) and m.affine:
+                    m.weight.uniform_(0.5, 1.5), m.bias.uniform_(-0.5, 0.5)
+        model, x = model.eval(), torch.randn(1, 3, 128, 128)
+        export(model, (x,), out / f"{name}.onnx")
+        export(model, (x,), out / f"dynamo_{name}.onnx", dynamo=True)
+
+
 FAMILIES = {"vision": vision, "hf": hf, "dynamo": dynamo, "more": more, "wider": wider, "reparam": reparam,
             "half": half, "timm": timm_models, "hf2": hf2, "timm2": timm2, "hf3": hf3, "edge": edge,
-            "symbolic": symbolic, "onedee": onedee, "decoders": decoders, "superres": superres}
+            "symbolic": symbolic, "onedee": onedee, "decoders": decoders, "superres": superres,
+            "styled": styled}
 
 
 def main(argv=None) -> None:

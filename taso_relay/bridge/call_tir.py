@@ -30,7 +30,8 @@ def import_call_tir(call, mod) -> Reading:
         reading = _as_binary(call, prim, args) or _as_einsum(call, prim, args)
     elif len(args) == 1:
         reading = _as_broadcast(call, prim, args[0]) or _as_pad(call, prim, args[0]) or \
-            _as_resize1d(call, prim, args[0]) or _as_scalar_bound(call, prim, args[0])
+            _as_mirror_pad(call, prim, args[0]) or _as_resize1d(call, prim, args[0]) or \
+            _as_scalar_bound(call, prim, args[0])
     if reading is None:
         raise Unsupported(NOT_TOPI)
     return reading
@@ -213,10 +214,40 @@ def _pad_splits(shape, out):
         yield list(before), [a - b for a, b in zip(added, before)]
 
 
+def _as_mirror_pad(call, prim, arg) -> Reading | None:
+    """topi's mirror_pad (REFLECT) or replicate_pad, which TVM's importer writes for ONNX Pad's reflect and
+    edge modes (ReflectionPad2d, ReplicationPad2d), as graph/ops' mirror_pad; the splits are tried as for a pad."""
+    found = _mirror_pad_found(prim, arg, call)
+    if found is None:
+        return None
+    mode, before, after = found
+    return "mirror_pad", {"pad_width": tuple(w for pair in zip(before, after) for w in pair), "mode": mode}, [arg]
+
+
+def _mirror_pad_found(prim, arg, call):
+    """(mode, before, after) of a call_tir of topi's mirror_pad (REFLECT: numpy's reflect) or replicate_pad
+    (numpy's edge), or None."""
+    from tvm import topi
+
+    try:
+        shape, out = static_shape(arg.ty), static_shape(call.ty)
+    except Unsupported:
+        return None
+    for mode, fn, extra in (("reflect", topi.nn.mirror_pad, ("REFLECT",)), ("edge", topi.nn.replicate_pad, ())):
+        for before, after in _pad_splits(shape, out):
+            try:
+                if structural_equal(prim, _emitted(fn, [arg.ty], before, after, *extra)):
+                    return mode, before, after
+            except Exception:  # noqa: BLE001 - arguments topi refuses (a reflect wider than the input): not this one
+                continue
+    return None
+
+
 def describe_opaque(call, mod) -> tuple[str, dict] | None:
     """What an opaque call_tir computes, where it is one of topi's functions the graph does not model
     but ONNX has (for the exporter): ("mirror_pad" | "replicate_pad", {"before", "after"}) from ONNX
-    Pad's reflect and edge modes, or ("tile", {"reps"}) for a tile that copies whole axes."""
+    Pad's reflect and edge modes (where the graph could not take it as a mirror_pad), or ("tile",
+    {"reps"}) for a tile that copies whole axes."""
     from tvm import topi
 
     try:
@@ -227,19 +258,17 @@ def describe_opaque(call, mod) -> tuple[str, dict] | None:
         shape, out = static_shape(arg.ty), static_shape(call.ty)
     except Unsupported:
         return None
-    candidates = [("mirror_pad", {"before": b, "after": a}, (topi.nn.mirror_pad, b, a, "REFLECT"))
-                  for b, a in _pad_splits(shape, out)]
-    candidates += [("replicate_pad", {"before": b, "after": a}, (topi.nn.replicate_pad, b, a))
-                   for b, a in _pad_splits(shape, out)]
+    mirrored = _mirror_pad_found(prim, arg, call)
+    if mirrored is not None:
+        mode, before, after = mirrored
+        return {"reflect": "mirror_pad", "edge": "replicate_pad"}[mode], {"before": before, "after": after}
     if len(out) == len(shape) and all(i and o % i == 0 for o, i in zip(out, shape)):
         reps = [o // i for o, i in zip(out, shape)]
-        candidates.append(("tile", {"reps": reps}, (topi.tile, reps)))
-    for name, params, (fn, *fn_args) in candidates:
         try:
-            if structural_equal(prim, _emitted(fn, [arg.ty], *fn_args)):
-                return name, params
+            if structural_equal(prim, _emitted(topi.tile, [arg.ty], reps)):
+                return "tile", {"reps": reps}
         except Exception:  # noqa: BLE001 - not this function
-            continue
+            return None
     return None
 
 

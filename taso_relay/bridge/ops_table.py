@@ -407,8 +407,13 @@ def _astype(call) -> Reading:
     return "cast", {"dtype": str(call.attrs.dtype)}, [call.args[0]]
 
 
+MIRROR_MODES = {"reflect": "reflect", "replicate": "edge"}  # Relax's pad modes => mirror_pad's (numpy's names)
+
+
 def _pad(call) -> Reading:
     a = call.attrs
+    if str(a.pad_mode) in MIRROR_MODES:
+        return "mirror_pad", {"pad_width": _ints(a.pad_width), "mode": MIRROR_MODES[str(a.pad_mode)]}, [call.args[0]]
     if str(a.pad_mode) != "constant":
         raise Unsupported(f"pad mode {a.pad_mode}")
     return "pad", {"pad_width": _ints(a.pad_width), "value": float(a.pad_value)}, [call.args[0]]
@@ -622,6 +627,8 @@ EXPORTERS: dict[str, Exporter] = {
     "isnan": lambda a, xs, ts, emit: op.isnan(xs[0]),
     "where": lambda a, xs, ts, emit: op.where(xs[0], xs[1], xs[2]),
     "pad": lambda a, xs, ts, emit: op.nn.pad(xs[0], list(a["pad_width"]), "constant", a["value"]),
+    "mirror_pad": lambda a, xs, ts, emit: op.nn.pad(
+        xs[0], list(a["pad_width"]), next(k for k, v in MIRROR_MODES.items() if v == a["mode"])),
     "enlarge": _enlarge_out,
     "subpixel_kernel": _subpixel_kernel_out,
     **{name: _reduce_out(name) for name in ("sum", "mean", "max", "min", "variance")},

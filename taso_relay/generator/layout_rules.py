@@ -6,7 +6,8 @@ NHWC costs two transposes; the gain comes when every conv is converted and the
 transposes between them cancel. These rules are the steps of that: a conv
 becomes the NHWC conv between transposes, the NHWC-to-NCHW transpose moves down
 through element-wise operators, batch norms, concats, channel splits and shuffles,
-pools, resizes, pads, slices and a head's spatial mean, and meets the next
+pools, resizes, pads (reflect and edge too), slices and spatial means and variances (a head's, an instance
+norm's), and meets the next
 conv's NCHW-to-NHWC transpose, where the pair cancels.
 
 A transpose that other operators still read stays for them: every rule that
@@ -27,11 +28,13 @@ TO_NCHW = (0, 3, 1, 2)  # an NHWC tensor read as NCHW
 TO_NHWC = (0, 2, 3, 1)
 OIHW_TO_HWIO = (2, 3, 1, 0)
 CHW_TO_HWC = (1, 2, 0)  # a rank-3 per-channel weight, (C, 1, 1) => (1, 1, C)
-UNARY = ("relu", "sigmoid", "tanh", "silu", "gelu", "gelu_tanh")
+# instance norms (ONNX InstanceNormalization: mean, variance, sqrt, div) and others' element-wise ops too
+UNARY = ("relu", "sigmoid", "tanh", "silu", "gelu", "gelu_tanh", "sqrt", "rsqrt", "exp", "abs", "neg", "erf")
 BINARY = ("add", "mul", "sub", "div", "maximum", "minimum")
 # clip's bounds are literals to the verifier: MobileNets' relu6 and hardsigmoid's clip only
 CLIPS = {"relu6": {"min": 0.0, "max": 6.0}, "clip01": {"min": 0.0, "max": 1.0}}
 HW_MEANS = (((2, 3), (1, 2)),)  # a head's spatial mean, NCHW axes => NHWC (graphs store reduce axes sorted, >= 0)
+HW_REDUCTIONS = ("mean", "variance")  # the variance: an instance norm's (CycleGAN's, style transfer's)
 MAX_CONCAT = 13  # concats the transpose moves through in one rule; Z3 proves the 13-input rule in 0.5-6 s, the 16-input
 # one in 2.5-11 s and the 20-input one in 90 s (E-matching meets every bracketing of the concat on the way)
 WIDE_CONCAT = 64  # DenseNet concatenates every earlier layer of a block (25 inputs in DenseNet-121, 49 in -201):
@@ -170,6 +173,9 @@ def nhwc_rules() -> list[dict]:
     rules.append(_pushed("l-pad", "layout-push", "pad", {"pad_width": "?pw", "value": "?v"}, ["y"],
                          {"inputs": {"y": [1, 5, 6, 3]}, "vars": {"pw": [0, 0, 0, 0, 0, 1, 0, 1], "v": 0.0}},
                          out_attrs={"pad_width": f"=({_nhwc_pairs('?pw')})", "value": "?v"}))
+    rules.append(_pushed("l-mirror_pad", "layout-push", "mirror_pad", {"pad_width": "?pw", "mode": "?m"}, ["y"],
+                         {"inputs": {"y": [1, 5, 6, 3]}, "vars": {"pw": [0, 0, 0, 0, 1, 2, 3, 1], "m": "reflect"}},
+                         out_attrs={"pad_width": f"=({_nhwc_pairs('?pw')})", "mode": "?m"}))  # ReflectionPad2d
     for axes in SLICE_AXES:
         n = len(axes)
         rules.append(_pushed(f"l-slice{''.join(map(str, axes))}", "layout-push", "strided_slice",
@@ -180,9 +186,10 @@ def nhwc_rules() -> list[dict]:
     for op in BINARY:
         for left in (False,) if get_op(op).commutative else (False, True):  # the matcher commutes operands
             rules.append(_scalar(op, left))
-    for nchw, nhwc_axes in HW_MEANS:
-        for keep in (False, True):
-            rules.append(_mean(nchw, nhwc_axes, keep))
+    for op in HW_REDUCTIONS:
+        for nchw, nhwc_axes in HW_MEANS:
+            for keep in (False, True):
+                rules.append(_mean(nchw, nhwc_axes, keep, op))
     return rules
 
 
@@ -213,18 +220,18 @@ def _scalar(op, left):
                  ["rank(s) == 0"])
 
 
-def _mean(nchw, nhwc_axes, keep):
-    """mean(T y) over H and W => mean(y) over its H and W, transposed back only if the axes are kept
-    (without them the result is (N, C) in either layout: the head's last transpose goes)."""
-    name = f"l-mean{nchw[0]}{nchw[1]}-{'keep' if keep else 'drop'}"
-    target = [_node("n", "mean", ["y"], axes=list(nhwc_axes), keepdims=keep)]
+def _mean(nchw, nhwc_axes, keep, op="mean"):
+    """mean(T y) (or its variance) over H and W => mean(y) over its H and W, transposed back only if the axes
+    are kept (without them the result is (N, C) in either layout: the head's last transpose goes)."""
+    name = f"l-{op}{nchw[0]}{nchw[1]}-{'keep' if keep else 'drop'}"
+    target = [_node("n", op, ["y"], axes=list(nhwc_axes), keepdims=keep)]
     out = "n"
     if keep:
         target.append(_t("r", "n"))
         out = "r"
     target.append(_t("u", "y"))
     return _rule(name, "layout-push", [("y", "any")],
-                 [_t("t", "y"), _node("o", "mean", ["t"], axes=list(nchw), keepdims=keep)],
+                 [_t("t", "y"), _node("o", op, ["t"], axes=list(nchw), keepdims=keep)],
                  target, [("o", out), ("t", "u")], {"inputs": {"y": [1, 5, 6, 3]}, "vars": {}})
 
 

@@ -61,7 +61,7 @@ def tolerance(dtype) -> float:
 
 # operators that store, move or convert values without arithmetic that rounds in their type
 NOT_COMPUTING = frozenset({"input", "weight", "constant", "cast", "transpose", "reshape", "squeeze", "expand_dims",
-                            "broadcast_to", "concat", "split", "strided_slice", "take", "pad", "enlarge",
+                            "broadcast_to", "concat", "split", "strided_slice", "take", "pad", "mirror_pad", "enlarge",
                             "subpixel_kernel", "channel_shuffle", "depth_to_space", "space_to_depth",
                             "stack", "opaque"})
 

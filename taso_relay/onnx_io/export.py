@@ -149,6 +149,11 @@ def _pad(w, a, xs, ins, outs):
     return [w.one("Pad", [xs[0], w.ints(pads), w.scalar(a["value"], outs[0].dtype)], mode="constant")]
 
 
+def _mirror_pad(w, a, xs, ins, outs):
+    widths = a["pad_width"]
+    return [w.one("Pad", [xs[0], w.ints(list(widths[0::2]) + list(widths[1::2]))], mode=a["mode"])]
+
+
 def _enlarge(w, a, xs, ins, outs):
     """Zero borders by Concat, not Pad: onnxruntime's PadFusion wrongly fuses a Pad into a Conv's weight input."""
     (o, i, h, wd), dtype = ins[0].shape, outs[0].dtype
@@ -227,6 +232,7 @@ EMITTERS = {
     "squeeze": _identity_if_empty("Squeeze"),
     "expand_dims": _identity_if_empty("Unsqueeze"),
     "pad": _pad,
+    "mirror_pad": _mirror_pad,
     "enlarge": _enlarge,
     "subpixel_kernel": _subpixel_kernel,
     "cast": lambda w, a, xs, ins, outs: [w.one("Cast", xs, to=elem_type(a["dtype"]))],

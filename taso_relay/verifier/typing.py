@@ -113,7 +113,7 @@ def facts(name: str, ints, args, out) -> list:
             [z3.And(p >= 0, p < r) for p in ints] + _dims_are(out, [dim(x, p) for p in ints])
     if name.startswith("reshape"):  # the same elements in another shape: only the new shape is a fact here
         return f + [v >= 1 for v in ints] + _dims_are(out, list(ints))
-    if name.startswith("pad"):
+    if name.startswith(("pad", "mirror_pad")):  # the widths, then the value's or the mode's code
         (x,) = args
         widths = ints[:-1]
         r = len(widths) // 2

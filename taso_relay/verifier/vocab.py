@@ -92,6 +92,7 @@ for _r in TRANSPOSE_RANKS:
     SIGNATURES[f"transpose{_r}"] = (_r, 1)
 for _r in PAD_RANKS:
     SIGNATURES[f"pad{_r}"] = (2 * _r + 1, 1)  # (before, after) per axis, then the value's code (encode.py)
+    SIGNATURES[f"mirror_pad{_r}"] = (2 * _r + 1, 1)  # (before, after) per axis, then the mode's code
 for _r in ONES_RANKS:
     SIGNATURES[f"ones{_r}"] = (_r, 0)
 for _r in RESHAPE_RANKS:

@@ -85,6 +85,8 @@ MODELLED = {
     "min": (lambda bb, x: op.min(x, axis=-1), (2, 3)),
     "astype": (lambda bb, x: op.astype(x, "float16"), (2, 3)),
     "pad": (lambda bb, x: op.nn.pad(x, [0, 1, 2, 0], "constant", 2.5), (2, 3)),
+    "pad_reflect": (lambda bb, x: op.nn.pad(x, [1, 2, 0, 2], "reflect"), (3, 4)),  # PyTorch frontend's
+    "pad_replicate": (lambda bb, x: op.nn.pad(x, [0, 2, 3, 1], "replicate"), (2, 3)),  # ReflectionPad2d, ...
     **{name: ((lambda f: lambda bb, a, b: f(a, b))(getattr(op, name)), (2, 3), (3,))
        for name in ("add", "subtract", "multiply", "divide", "maximum", "minimum")},
     **{name: ((lambda f: lambda bb, x: f(x))(f), (2, 3)) for name, f in {
@@ -103,7 +105,7 @@ OPAQUE = {
     "batch_norm_no_center": (bn(center=False), (2, 3, 4, 4), (3,), (3,), (3,), (3,)),
     "layer_norm_no_scale": (lambda bb, x, g, b: op.nn.layer_norm(x, g, b, axes=-1, scale=False),
                             (2, 3), (3,), (3,)),
-    "pad_reflect": (lambda bb, x: op.nn.pad(x, [1, 1, 1, 1], "reflect"), (3, 3)),
+    "pad_circular": (lambda bb, x: op.nn.pad(x, [1, 1, 1, 1], "circular"), (3, 3)),
     "cumsum": (lambda bb, x: op.cumsum(x, axis=1), (2, 3)),
     "take_rows": (lambda bb, x: op.take(x, relax.const(np.array([2, 0], "int64")), axis=0), (3, 4)),
     "topk": (lambda bb, x: op.topk(x, 2, axis=1, ret_type="both"), (2, 5)),

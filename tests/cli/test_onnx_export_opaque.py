@@ -74,6 +74,10 @@ def test_opaque_call_exports_as_its_onnx_operator(name, tmp_path, monkeypatch):
         from taso_relay.bridge import ops_table  # tests/test_passes_conv_transpose.py); opaque otherwise
 
         monkeypatch.delitem(ops_table.IMPORTERS, READ[name])
+    if name.startswith("pad_"):  # read as mirror_pad (tests/test_passes_layout.py); opaque where it is not
+        from taso_relay.bridge import call_tir
+
+        monkeypatch.setattr(call_tir, "_as_mirror_pad", lambda *args: None)
     y_type = TensorProto.INT64 if onnx_type == "ArgMax" else TensorProto.FLOAT
     prepared = prepare(_model(tmp_path, nodes, x_shape, y_shape, inits, y_type), {})
     imported = graph_from_function(prepared.mod["main"], "main", prepared.mod)

@@ -123,6 +123,8 @@ CASES = {
     "space_to_depth_dcr": one_op("space_to_depth", [(1, 2, 6, 4)], block=(3, 2), mode="DCR"),
     "space_to_depth_crd_nhwc": one_op("space_to_depth", [(1, 6, 4, 3)], block=(2, 2), mode="CRD", layout="NHWC"),
     "space_to_depth_dcr_nhwc": one_op("space_to_depth", [(1, 6, 6, 2)], block=(3, 1), mode="DCR", layout="NHWC"),
+    "mirror_pad_reflect": one_op("mirror_pad", [(1, 2, 4, 5)], pad_width=(0, 0, 1, 0, 3, 2, 0, 4), mode="reflect"),
+    "mirror_pad_edge": one_op("mirror_pad", [(1, 2, 3, 1)], pad_width=(0, 1, 0, 0, 2, 3, 1, 1), mode="edge"),
     "resize2d_nearest_int_ratio": one_op("resize2d", [(1, 2, 5, 4)], size=(10, 12), method="nearest_neighbor",
                                          coordinates="asymmetric", rounding="floor"),
     "resize2d_nearest_down": one_op("resize2d", [(1, 2, 9, 7)], size=(4, 3), method="nearest_neighbor",

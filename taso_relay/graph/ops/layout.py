@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import TensorType
-from .registry import OpDef, Pattern, fail, register
+from .registry import REQUIRED, OpDef, Pattern, fail, register
 
 
 def _same(ref):
@@ -255,3 +255,33 @@ def _pad_ref(xs, attrs):
 
 register(OpDef("pad", 1, {"pad_width": (), "value": 0.0}, pad_infer, _pad_ref, None, Pattern.INJECTIVE,
                doc="Constant pad; pad_width is (before, after) per axis, flattened."))
+
+
+# mirror_pad: ONNX Pad's reflect and edge modes (PyTorch's ReflectionPad2d, ReplicationPad2d: CycleGAN's and
+# style-transfer nets' convs read through them), which TVM's importer writes as call_tirs of topi's
+# mirror_pad and replicate_pad; an operator of its own so that no constant-pad rule can ever match it
+MIRROR_MODES = ("reflect", "edge")
+
+
+def mirror_pad_infer(types, attrs):
+    (x,) = types
+    widths, mode = attrs["pad_width"], attrs["mode"]
+    if mode not in MIRROR_MODES or len(widths) != 2 * x.rank or any(w < 0 for w in widths):
+        raise fail("mirror_pad", f"mode {mode!r} of {MIRROR_MODES} and 2 x rank = {2 * x.rank} non-negative "
+                   "widths expected", types)
+    # reflect mirrors about the edge element: it reaches at most d - 1 elements in (ONNX's and PyTorch's bound)
+    if any(d < 1 or (mode == "reflect" and max(widths[2 * i: 2 * i + 2]) > d - 1) for i, d in enumerate(x.shape)):
+        raise fail("mirror_pad", f"{mode} widths {tuple(widths)} reach past the input", types)
+    shape = tuple(d + widths[2 * i] + widths[2 * i + 1] for i, d in enumerate(x.shape))
+    return [TensorType(shape, x.dtype)]
+
+
+def _mirror_pad_ref(xs, attrs):
+    w = attrs["pad_width"]
+    pairs = [(w[2 * i], w[2 * i + 1]) for i in range(xs[0].ndim)]
+    return [np.pad(xs[0], pairs, mode=attrs["mode"])]
+
+
+register(OpDef("mirror_pad", 1, {"pad_width": REQUIRED, "mode": REQUIRED}, mirror_pad_infer, _mirror_pad_ref,
+               _same(_mirror_pad_ref), Pattern.INJECTIVE,
+               doc="Reflect (about the edge element) or edge pad; pad_width is (before, after) per axis."))

@@ -1,4 +1,5 @@
-"""pad (constant): through a transpose, and into a convolution's or an average pool's own padding.
+"""pad (constant): through a transpose, and into a convolution's or an average pool's own padding;
+mirror_pad (reflect, edge): through a transpose only.
 
 TF and Keras exports pad explicitly before a 'VALID' conv; NASNet's factorized
 reductions pad before a strided slice and a pool. The pad value is opaque to
@@ -40,3 +41,9 @@ for _r in (2, 3, 4):
         N("pad", N("transpose", "x", perm="?p"), pad_width=_moved, value="?v"),
         shapes={"x": SYMS[:_r]}, domains={"p": perms(_r), "pw": _widths, "v": (0, 1)},
         doc="A transpose moves each axis' widths with the axis; the value is the same everywhere."))
+    AXIOMS.append(axiom(
+        f"transpose{_r}_mirror_pad", "pad", N("transpose", N("mirror_pad", "x", pad_width="?pw", mode="?m"), perm="?p"),
+        N("mirror_pad", N("transpose", "x", perm="?p"), pad_width=_moved, mode="?m"),
+        shapes={"x": SYMS[:_r]}, domains={"p": perms(_r), "pw": _widths, "m": ("reflect", "edge")},
+        dims={d: (3, 4) for d in SYMS[:_r]},
+        doc="A reflect or edge pad mirrors each axis on its own: a transpose moves the axis' widths with it."))

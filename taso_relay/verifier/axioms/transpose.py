@@ -5,7 +5,10 @@ axiom covers every permutation of that rank.
 """
 from __future__ import annotations
 
-from ...generator.layout_rules import BINARY as LAYOUT_RULE_BINARY, CLIPS, HW_MEANS, UNARY as LAYOUT_RULE_UNARY
+import itertools
+
+from ...generator.layout_rules import BINARY as LAYOUT_RULE_BINARY, CLIPS, HW_MEANS, HW_REDUCTIONS, \
+    UNARY as LAYOUT_RULE_UNARY
 from ...graph.ops.registry import get_op
 from .base import N, axiom
 from .common import ACTS, SYMS, UNARY_ACTS, ident, perms, sl
@@ -93,13 +96,12 @@ for _b in LAYOUT_RULE_BINARY:
                             shapes={"x": ("n", "h", "w", "c"), "v": ("c", 1, 1)}, both_ways=True,
                             doc="A rank-3 operand broadcasts against the (C, H, W) axes of the NCHW reading; "
                                 "transposed to (H, W, C), against the same elements of the NHWC tensor."))
-for _nchw, _nhwc in HW_MEANS:
-    for _keep in (False, True):
-        _mean = N("mean", "y", axes=_nhwc, keepdims=_keep)
-        AXIOMS.append(axiom(
-            f"mean{_nchw[0]}{_nchw[1]}_{'keep' if _keep else 'drop'}_nhwc", "transpose",
-            N("mean", N("transpose", "y", perm=(0, 3, 1, 2)), axes=_nchw, keepdims=_keep),
-            N("transpose", _mean, perm=(0, 3, 1, 2)) if _keep else _mean,
-            shapes={"y": ("n", "h", "w", "c")},
-            doc="The spatial mean of an NHWC tensor read as NCHW is the mean over its axes 1 and 2 "
-                "(read as NCHW again when the dimensions are kept)."))
+for _op, (_nchw, _nhwc), _keep in itertools.product(HW_REDUCTIONS, HW_MEANS, (False, True)):
+    _mean = N(_op, "y", axes=_nhwc, keepdims=_keep)
+    AXIOMS.append(axiom(
+        f"{_op}{_nchw[0]}{_nchw[1]}_{'keep' if _keep else 'drop'}_nhwc", "transpose",
+        N(_op, N("transpose", "y", perm=(0, 3, 1, 2)), axes=_nchw, keepdims=_keep),
+        N("transpose", _mean, perm=(0, 3, 1, 2)) if _keep else _mean,
+        shapes={"y": ("n", "h", "w", "c")},
+        doc="The spatial mean (or variance) of an NHWC tensor read as NCHW is the one over its axes 1 and 2 "
+            "(read as NCHW again when the dimensions are kept)."))
