@@ -57,18 +57,25 @@ def pixel_shuffles():
 def test_in_nhwc_a_pixel_shuffle_needs_no_transposes_around_it(run_module, rng):
     """Spelled as one operator each, l-depth_to_space and l-space_to_depth carry the transposes through the
     shuffles: the function transposes its input and its output only, besides each shuffle's own transpose."""
-    mod = import_onnx(pixel_shuffles())
+    _all_nhwc(pixel_shuffles(), {"l-depth_to_space": 2, "l-space_to_depth": 1}, 2 + 3, run_module, rng)
+
+
+def _all_nhwc(model, rules_used: dict, transposes: int, run_module, rng):
+    """The pass with a judge that prefers NHWC: every conv NHWC, each rule of `rules_used` applied as often as
+    it says, `transposes` left in the function, the numbers the same; the rewritten module."""
+    mod = import_onnx(model)
     taso = TASOPass(cost=FakeTuned(0.5), time_limit=3, verify_speed=False, layout="nhwc")
     out = taso(mod)
     report = taso.report["main"]
     assert report.status == "optimized", report.summary()
     rules = [r.split()[0] for r in report.rewrites]
-    assert rules.count("l-depth_to_space") == 2 and rules.count("l-space_to_depth") == 1, report.rewrites
+    assert {rule: rules.count(rule) for rule in rules_used} == rules_used, report.rewrites
     assert {str(call.attrs.data_layout) for call in _calls(out, "relax.nn.conv2d")} == {"NHWC"}
-    assert len(_calls(out, "relax.permute_dims")) == 2 + 3
+    assert len(_calls(out, "relax.permute_dims")) == transposes
     inputs = random_inputs(mod["main"].params, rng)
     for want, got in zip(run_module(mod, inputs), run_module(out, inputs)):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    return out
 
 
 def reflect_padded_resnet():
@@ -91,19 +98,8 @@ def test_in_nhwc_reflect_pads_and_instance_norms_need_no_transposes_around_them(
     """TVM's importer writes ONNX Pad's reflect and edge modes as call_tirs of topi's pads, read as mirror_pad;
     l-mirror_pad, l-variance23-keep and l-sqrt carry the transposes through them and the instance norms'
     arithmetic: the function transposes its input and its output only."""
-    mod = import_onnx(reflect_padded_resnet())
-    taso = TASOPass(cost=FakeTuned(0.5), time_limit=3, verify_speed=False, layout="nhwc")
-    out = taso(mod)
-    report = taso.report["main"]
-    assert report.status == "optimized", report.summary()
-    rules = [r.split()[0] for r in report.rewrites]
-    assert rules.count("l-mirror_pad") == 5 and rules.count("l-variance23-keep") == 4, report.rewrites
-    assert {str(call.attrs.data_layout) for call in _calls(out, "relax.nn.conv2d")} == {"NHWC"}
-    assert len(_calls(out, "relax.permute_dims")) == 2
+    out = _all_nhwc(reflect_padded_resnet(), {"l-mirror_pad": 5, "l-variance23-keep": 4}, 2, run_module, rng)
     assert {str(call.attrs.pad_mode) for call in _calls(out, "relax.nn.pad")} == {"reflect", "replicate"}
-    inputs = random_inputs(mod["main"].params, rng)
-    for want, got in zip(run_module(mod, inputs), run_module(out, inputs)):
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
 def test_without_the_option_or_a_judge_that_prefers_it_the_layouts_stay(rng):

@@ -238,18 +238,23 @@ register(OpDef("broadcast_to", 1, {"shape": ()}, broadcast_to_infer, _broadcast_
 
 
 # pad (constant) ------------------------------------------------------------
-def pad_infer(types, attrs):
-    (x,) = types
-    widths = attrs["pad_width"]
+def _padded(op, x, widths, types):
+    """x's type grown by pad_width's (before, after) per axis."""
     if len(widths) != 2 * x.rank or any(w < 0 for w in widths):
-        raise fail("pad", f"pad_width needs 2 x rank = {2 * x.rank} non-negative entries", types)
-    shape = tuple(d + widths[2 * i] + widths[2 * i + 1] for i, d in enumerate(x.shape))
-    return [TensorType(shape, x.dtype)]
+        raise fail(op, f"pad_width needs 2 x rank = {2 * x.rank} non-negative entries", types)
+    return TensorType(tuple(d + widths[2 * i] + widths[2 * i + 1] for i, d in enumerate(x.shape)), x.dtype)
+
+
+def _pairs(widths, ndim):
+    return [(widths[2 * i], widths[2 * i + 1]) for i in range(ndim)]
+
+
+def pad_infer(types, attrs):
+    return [_padded("pad", types[0], attrs["pad_width"], types)]
 
 
 def _pad_ref(xs, attrs):
-    w = attrs["pad_width"]
-    pairs = [(w[2 * i], w[2 * i + 1]) for i in range(xs[0].ndim)]
+    pairs = _pairs(attrs["pad_width"], xs[0].ndim)
     return [np.pad(xs[0], pairs, constant_values=attrs["value"]).astype(xs[0].dtype)]
 
 
@@ -266,20 +271,17 @@ MIRROR_MODES = ("reflect", "edge")
 def mirror_pad_infer(types, attrs):
     (x,) = types
     widths, mode = attrs["pad_width"], attrs["mode"]
-    if mode not in MIRROR_MODES or len(widths) != 2 * x.rank or any(w < 0 for w in widths):
-        raise fail("mirror_pad", f"mode {mode!r} of {MIRROR_MODES} and 2 x rank = {2 * x.rank} non-negative "
-                   "widths expected", types)
+    out = _padded("mirror_pad", x, widths, types)
+    if mode not in MIRROR_MODES:
+        raise fail("mirror_pad", f"mode {mode!r} is none of {MIRROR_MODES}", types)
     # reflect mirrors about the edge element: it reaches at most d - 1 elements in (ONNX's and PyTorch's bound)
-    if any(d < 1 or (mode == "reflect" and max(widths[2 * i: 2 * i + 2]) > d - 1) for i, d in enumerate(x.shape)):
+    if any(d < 1 or (mode == "reflect" and max(pair) > d - 1) for pair, d in zip(_pairs(widths, x.rank), x.shape)):
         raise fail("mirror_pad", f"{mode} widths {tuple(widths)} reach past the input", types)
-    shape = tuple(d + widths[2 * i] + widths[2 * i + 1] for i, d in enumerate(x.shape))
-    return [TensorType(shape, x.dtype)]
+    return [out]
 
 
 def _mirror_pad_ref(xs, attrs):
-    w = attrs["pad_width"]
-    pairs = [(w[2 * i], w[2 * i + 1]) for i in range(xs[0].ndim)]
-    return [np.pad(xs[0], pairs, mode=attrs["mode"])]
+    return [np.pad(xs[0], _pairs(attrs["pad_width"], xs[0].ndim), mode=attrs["mode"])]
 
 
 register(OpDef("mirror_pad", 1, {"pad_width": REQUIRED, "mode": REQUIRED}, mirror_pad_infer, _mirror_pad_ref,
