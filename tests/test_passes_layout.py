@@ -82,7 +82,7 @@ def reflect_padded_resnet():
     """CycleGAN's and fast style transfer's residual blocks: a reflect pad (ReflectionPad2d), a conv, an instance
     norm and a relu, twice, added to the input; an edge pad (ReplicationPad2d) before the last conv."""
     m = Model(5)
-    x = m.op("Relu", [m.conv("x", 3, 8, 3, pads=[1, 1, 1, 1])])
+    x = m.op("LeakyRelu", [m.conv("x", 3, 8, 3, pads=[1, 1, 1, 1])], alpha=0.2)  # pix2pix's (l-leaky_relu)
     for _ in range(2):
         y = x
         for k in range(2):
@@ -94,7 +94,7 @@ def reflect_padded_resnet():
     return m.build([("x", F32, [1, 3, 7, 6])], [(m.op("Tanh", [y]), F32, [1, 3, 6, 7])])
 
 
-def test_in_nhwc_reflect_pads_and_instance_norms_need_no_transposes_around_them(run_module, rng):
+def test_in_nhwc_reflect_pads_instance_norms_and_leaky_relus_need_no_transposes_around_them(run_module, rng):
     """TVM's importer writes ONNX Pad's reflect and edge modes as call_tirs of topi's pads, read as mirror_pad;
     l-mirror_pad, l-variance23-keep and l-sqrt carry the transposes through them and the instance norms'
     arithmetic: the function transposes its input and its output only."""

@@ -169,7 +169,8 @@ def check(path: Path, target, time_limit: float, layout: str | None = None, lowe
             if record["status"] != "re-emitted":
                 raise
     if original is None and reference is None:
-        raise RuntimeError(f"nothing to compare with: TVM cannot build the original and there is {no_reference}")
+        raise RuntimeError(f"nothing to compare with: TVM cannot build the original ({record['original_error']}) "
+                           f"and there is {no_reference}")
     result = run(rewritten)
     if original is None:
         record["rewritten_vs_onnxruntime"] = error_of_scale(result, reference)

@@ -123,6 +123,8 @@ def nhwc_rules() -> list[dict]:
     ]
     for op in UNARY:
         rules.append(_pushed(f"l-{op}", "layout-push", op, {}, ["y"], nhwc))
+    rules.append(_pushed("l-leaky_relu", "layout-push", "leaky_relu", {"alpha": "?a"}, ["y"],  # pix2pix's, YOLO's
+                         {"inputs": {"y": [1, 5, 6, 3]}, "vars": {"a": 0.2}}))
     for name, bounds in CLIPS.items():
         rules.append(_pushed(f"l-{name}", "layout-push", "clip", bounds, ["y"], nhwc))
     for op in BINARY:

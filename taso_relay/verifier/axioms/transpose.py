@@ -62,6 +62,10 @@ for _u in LAYOUT_UNARY:
     AXIOMS.append(axiom(f"transpose4_{_u}", "transpose", N("transpose", N(_u, "x"), perm="?p"),
                         N(_u, N("transpose", "x", perm="?p")), shapes={"x": _X4}, domains={"p": _P4},
                         both_ways=True))
+AXIOMS.append(axiom("transpose4_leaky_relu", "transpose", N("transpose", N("leaky_relu", "x", alpha="?a"), perm="?p"),
+                    N("leaky_relu", N("transpose", "x", perm="?p"), alpha="?a"), shapes={"x": _X4},
+                    domains={"p": _P4, "a": (0.2, 0.01)}, both_ways=True,
+                    doc="An element-wise op with a slope: the slope is opaque to the theory, the same on both sides."))
 for _b in LAYOUT_BINARY:
     AXIOMS.append(axiom(f"transpose4_{_b}", "transpose", N("transpose", N(_b, "x", "y"), perm="?p"),
                         N(_b, N("transpose", "x", perm="?p"), N("transpose", "y", perm="?p")),
