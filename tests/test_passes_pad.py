@@ -33,5 +33,5 @@ def test_zero_pads_fold_and_the_numbers_stay(run_module, rng):
     report = taso.report["main"]
     assert Counter(a.rule_id for a in report.search.applied) == {"h-pad-conv": 1, "h-pad-avg_pool2d-uncounted": 1}
     ops = [Counter(n.op for n in graph_from_function(m["main"], "main", m).graph.nodes) for m in (before, after)]
-    assert ops[0]["pad"] == 2 and ops[1]["pad"] == 0  # the reflect pad is an opaque call either way
+    assert ops[0]["pad"] == 2 and ops[1]["pad"] == 0  # the reflect pad is a mirror_pad either way
     computes_the_same(before, after, run_module, rng)

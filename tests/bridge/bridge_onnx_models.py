@@ -264,7 +264,7 @@ def gqa_tiles():
 
 def onnx_pads():
     """ONNX Pad as TVM imports it, call_tir of topi's pad: constant with uneven sides and a value
-    (Swin's window padding), and reflect (a different topi function, which must stay opaque)."""
+    (Swin's window padding), and reflect (topi's mirror_pad: the graph's mirror_pad, never a constant pad)."""
     m = Model(12)
     a = m.op("Pad", ["x", m.const([0, 0, 1, 0, 0, 1, 2, 3]), m.const(0.5, np.float32)], mode="constant")
     b = m.op("Pad", [m.op("Relu", ["x"]), m.const([0, 0, 1, 1, 0, 0, 1, 1])], mode="reflect")

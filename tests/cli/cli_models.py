@@ -70,7 +70,7 @@ def einsum(head: bool = False) -> onnx.ModelProto:
 
 def dynamic_pad() -> onnx.ModelProto:
     """PyTorch-style padding computed in the graph: pad H and W up to 10 from Shape(x), by reflection
-    (ReflectionPad2d; TVM imports it as call_tir of topi's mirror_pad, opaque to the rules)."""
+    (ReflectionPad2d; TVM imports it as call_tir of topi's mirror_pad, read as the graph's mirror_pad)."""
     inits = [_init("target", np.array([10], np.int64)), _init("idx", np.array([2, 3], np.int64)),
              _init("zeros", np.zeros(2, np.int64)), _init("zeros2", np.zeros(2, np.int64)),
              _init("two", np.array(2, np.int64)), _init("w", np.ones((2, 3, 3, 3), np.float32) / 27)]

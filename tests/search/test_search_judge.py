@@ -192,7 +192,8 @@ def test_a_model_that_searches_itself_has_no_judge(monkeypatch, tmp_path):
 
 
 def test_the_cost_models_see_the_primfuncs_of_opaque_calls(tmp_path, monkeypatch):
-    """An opaque call_tir (the ONNX importer writes a reflect Pad so) calls a PrimFunc of the module: the pass
+    """An opaque call_tir (topi's symmetric mirror pad: its reflect one, ONNX's, is read as mirror_pad) calls a
+    PrimFunc of the module: the pass
     hands the module to the searching model (the pad's pattern: it fuses with the slice after it)
     and to the tuned judge, which builds the kernels around it. Quick NASNet has four such pads;
     without the module the judge failed ("no definition of pad") and the pass left the model as it
@@ -210,7 +211,7 @@ def test_the_cost_models_see_the_primfuncs_of_opaque_calls(tmp_path, monkeypatch
     w = [relax.const(rng.standard_normal((8, 8, 1, 1)).astype("float32")) for _ in range(2)]
     with bb.function("main", [x]):
         with bb.dataflow():
-            p = bb.emit_te(topi.nn.mirror_pad, x, [0, 0, 1, 1], [0, 0, 1, 1], "REFLECT")  # stays opaque
+            p = bb.emit_te(topi.nn.mirror_pad, x, [0, 0, 1, 1], [0, 0, 1, 1], "SYMMETRIC")  # stays opaque
             s = bb.emit(relax.op.strided_slice(p, [2, 3], [1, 1], [9, 9]))
             y = bb.emit(relax.op.nn.relu(s))
             a, b = (bb.emit(relax.op.nn.conv2d(y, wi)) for wi in w)  # duplicates-free, mergeable
@@ -233,6 +234,7 @@ def test_the_cost_models_see_the_primfuncs_of_opaque_calls(tmp_path, monkeypatch
                         for m in seen[0])
     assert not any("leaving function" in w for w in report.warnings), report.warnings
     assert report.search is not None and report.search.settings.get("judge") == "tuned"
+    assert report.opaque == 1, report.opaque_ops
 
 
 def test_judge_keeps_fewer_rewrites_when_its_gain_is_within_the_margin(rules):
