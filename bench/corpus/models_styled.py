@@ -32,8 +32,9 @@ def _residual(width, affine):
 
 
 def cyclegan_generator(width: int = 32, blocks: int = 6):
-    """CycleGAN's ResNet generator: a reflect-padded 7x7 conv, two stride-2 convs down, residual blocks of reflect-padded
-    3x3 convs with instance norms, two transposed convs up, a reflect-padded 7x7 conv to the image and a tanh."""
+    """CycleGAN's ResNet generator: a reflect-padded 7x7 conv, two stride-2 convs down, residual blocks of
+    reflect-padded 3x3 convs with instance norms, two transposed convs up, a reflect-padded 7x7 conv to the image
+    and a tanh."""
     from torch import nn
 
     layers = [*_conv_in_relu(3, width, 7), *_conv_in_relu(width, width * 2, 3, 2, reflect=False),

@@ -407,13 +407,14 @@ def _astype(call) -> Reading:
     return "cast", {"dtype": str(call.attrs.dtype)}, [call.args[0]]
 
 
-MIRROR_MODES = {"reflect": "reflect", "replicate": "edge"}  # Relax's pad modes => mirror_pad's (numpy's names)
+RELAX_MIRROR_MODES = {"reflect": "reflect", "replicate": "edge"}  # Relax's pad modes => mirror_pad's (numpy's names)
 
 
 def _pad(call) -> Reading:
     a = call.attrs
-    if str(a.pad_mode) in MIRROR_MODES:
-        return "mirror_pad", {"pad_width": _ints(a.pad_width), "mode": MIRROR_MODES[str(a.pad_mode)]}, [call.args[0]]
+    mode = RELAX_MIRROR_MODES.get(str(a.pad_mode))
+    if mode is not None:
+        return "mirror_pad", {"pad_width": _ints(a.pad_width), "mode": mode}, [call.args[0]]
     if str(a.pad_mode) != "constant":
         raise Unsupported(f"pad mode {a.pad_mode}")
     return "pad", {"pad_width": _ints(a.pad_width), "value": float(a.pad_value)}, [call.args[0]]
@@ -628,7 +629,7 @@ EXPORTERS: dict[str, Exporter] = {
     "where": lambda a, xs, ts, emit: op.where(xs[0], xs[1], xs[2]),
     "pad": lambda a, xs, ts, emit: op.nn.pad(xs[0], list(a["pad_width"]), "constant", a["value"]),
     "mirror_pad": lambda a, xs, ts, emit: op.nn.pad(
-        xs[0], list(a["pad_width"]), next(k for k, v in MIRROR_MODES.items() if v == a["mode"])),
+        xs[0], list(a["pad_width"]), next(k for k, v in RELAX_MIRROR_MODES.items() if v == a["mode"])),
     "enlarge": _enlarge_out,
     "subpixel_kernel": _subpixel_kernel_out,
     **{name: _reduce_out(name) for name in ("sum", "mean", "max", "min", "variance")},
