@@ -64,7 +64,7 @@ TVM_PATTERN = {
     "mean": OUT_EWISE, "variance": OUT_EWISE, "softmax": OUT_EWISE, "layer_norm": OUT_EWISE,
     "strided_slice": ELEMWISE, "squeeze": BROADCAST, "expand_dims": BROADCAST, "broadcast_to": BROADCAST,
     "batch_norm": INJECTIVE,  # legalized alone: a PrimFunc returning (out, mean, var), fused as injective
-    "enlarge": INJECTIVE, "pad": INJECTIVE, "mirror_pad": INJECTIVE,
+    "enlarge": INJECTIVE, "pad": INJECTIVE,
 }
 # Under the "tuning" lowering DecomposeOpsForInference first turns batch norm into element-wise
 # arithmetic on x (its parameter math folds), which then fuses into the conv before it.

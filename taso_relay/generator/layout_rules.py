@@ -191,7 +191,7 @@ def nhwc_rules() -> list[dict]:
     for op in HW_REDUCTIONS:
         for nchw, nhwc_axes in HW_MEANS:
             for keep in (False, True):
-                rules.append(_mean(nchw, nhwc_axes, keep, op))
+                rules.append(_hw_reduction(op, nchw, nhwc_axes, keep))
     return rules
 
 
@@ -222,7 +222,7 @@ def _scalar(op, left):
                  ["rank(s) == 0"])
 
 
-def _mean(nchw, nhwc_axes, keep, op="mean"):
+def _hw_reduction(op, nchw, nhwc_axes, keep):
     """mean(T y) (or its variance) over H and W => mean(y) over its H and W, transposed back only if the axes
     are kept (without them the result is (N, C) in either layout: the head's last transpose goes)."""
     name = f"l-{op}{nchw[0]}{nchw[1]}-{'keep' if keep else 'drop'}"
