@@ -34,7 +34,8 @@ corpus: $(STAMP)
 	test -x $(CORPUS_VENV)/bin/python || $(PYTHON) -m venv $(CORPUS_VENV)
 	$(CORPUS_VENV)/bin/python -m pip install -q torch torchvision transformers timm onnx onnxscript onnxruntime numpy
 	$(CORPUS_VENV)/bin/python -m bench.corpus.export_models vision hf dynamo more wider reparam half timm hf2 \
-		timm2 hf3 edge symbolic onedee decoders superres styled --out build/corpus
+		timm2 hf3 edge symbolic onedee decoders superres styled \
+		groupnorm --out build/corpus
 	$(PY) -m bench.corpus.check_models build/corpus/*.onnx --json build/corpus/results.jsonl
 	$(PY) -m bench.corpus.check_models --symbolic build/corpus/symbolic/*.onnx --json build/corpus/symbolic.jsonl
 

@@ -102,6 +102,27 @@ def test_in_nhwc_reflect_pads_instance_norms_and_leaky_relus_need_no_transposes_
     assert {str(call.attrs.pad_mode) for call in _calls(out, "relax.nn.pad")} == {"reflect", "replicate"}
 
 
+def group_normed_block():
+    """A diffusion U-Net's or VAE decoder's unit as PyTorch's exporters write it: conv, GroupNorm (reshape to
+    (N, G, -1), InstanceNormalization, reshape back, per-channel scale and shift), SiLU; twice."""
+    m = Model(7)
+    y = m.conv("x", 3, 8, 3, pads=[1, 1, 1, 1])
+    for _ in range(2):
+        g = m.op("Reshape", [y, m.const([1, 4, -1])])
+        g = m.op("InstanceNormalization", [g, m.weight((4,), positive=True), m.weight((4,))], epsilon=1e-5)
+        g = m.op("Reshape", [g, m.const([1, 8, 6, 5])])
+        g = m.op("Add", [m.op("Mul", [g, m.weight((8, 1, 1), positive=True)]), m.weight((8, 1, 1))])
+        y = m.conv(m.op("Mul", [g, m.op("Sigmoid", [g])]), 8, 8, 3, pads=[1, 1, 1, 1])
+    return m.build([("x", F32, [1, 3, 6, 5])], [(y, F32, [1, 8, 6, 5])])
+
+
+def test_in_nhwc_exported_group_norms_need_no_transposes_around_them(run_module, rng):
+    """The layout step spells each exported GroupNorm as group_norm, which l-group_norm carries into NHWC: the
+    function transposes its input and its output only, and groups the channels of the last axis."""
+    out = _all_nhwc(group_normed_block(), {"l-group_norm": 2}, 2, run_module, rng)
+    assert {tuple(int(d) for d in call.args[0].ty.shape) for call in _calls(out, "relax.mean")} == {(1, 30, 4, 2)}
+
+
 def test_without_the_option_or_a_judge_that_prefers_it_the_layouts_stay(rng):
     mod = import_onnx(resnet_block())
     for taso in (TASOPass(cost=FakeTuned(0.5), time_limit=3, verify_speed=False, layout=None),

@@ -556,10 +556,29 @@ def styled(out: Path) -> None:
         export(model, (x,), out / f"dynamo_{name}.onnx", dynamo=True)
 
 
+def groupnorm(out: Path) -> None:
+    """GroupNorm (bench/corpus/models_groupnorm.py): a ResNet-18 with GroupNorm(32) at 224 x 224 and a VAE decoder
+    from a 4-channel 16 x 16 latent to 64 x 64; through both exporters (affine parameters randomised, as trained
+    ones are)."""
+    import torch
+
+    from .models_groupnorm import resnet18_gn, vae_decoder
+
+    for name, model, shape in (("resnet18_gn", resnet18_gn(), (1, 3, 224, 224)),
+                               ("vae_decoder", vae_decoder(), (1, 4, 16, 16))):
+        with torch.no_grad():
+            for m in model.modules():
+                if isinstance(m, torch.nn.GroupNorm):
+                    m.weight.uniform_(0.5, 1.5), m.bias.uniform_(-0.5, 0.5)
+        model, x = model.eval(), torch.randn(*shape)
+        export(model, (x,), out / f"{name}.onnx")
+        export(model, (x,), out / f"dynamo_{name}.onnx", dynamo=True)
+
+
 FAMILIES = {"vision": vision, "hf": hf, "dynamo": dynamo, "more": more, "wider": wider, "reparam": reparam,
             "half": half, "timm": timm_models, "hf2": hf2, "timm2": timm2, "hf3": hf3, "edge": edge,
             "symbolic": symbolic, "onedee": onedee, "decoders": decoders, "superres": superres,
-            "styled": styled}
+            "styled": styled, "groupnorm": groupnorm}
 
 
 def main(argv=None) -> None:

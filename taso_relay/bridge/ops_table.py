@@ -16,6 +16,7 @@ import numpy as np
 from tvm import relax, tirx
 from tvm.ir.expr import Constant
 
+from ..graph.ops.norm import group_norm_grouping
 from ..graph.ops.sources import constant_value
 
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
@@ -556,6 +557,17 @@ def _identity_or(make):
     return build
 
 
+def _group_norm_out(a, xs, ts, emit):
+    """The spelling the graph op is defined as, in its layout (graph/ops/norm.py)."""
+    x, eps, scale, bias = xs
+    shape = tuple(ts[0].shape)
+    grouped, axes = group_norm_grouping(shape, ts[2].shape[0], a["axis"])
+    split = emit(op.reshape(x, grouped))
+    mean, var = (emit(f(split, list(axes), keepdims=True)) for f in (op.mean, op.variance))
+    normed = emit(op.divide(emit(op.subtract(split, mean)), emit(op.sqrt(emit(op.add(var, eps))))))
+    return op.reshape(emit(op.add(emit(op.multiply(normed, scale)), bias)), shape)
+
+
 def _reduce_out(name):
     return lambda a, xs, ts, emit: getattr(op, name)(xs[0], axis=list(a["axes"]) or None, keepdims=a["keepdims"])
 
@@ -610,6 +622,7 @@ EXPORTERS: dict[str, Exporter] = {
     "batch_norm": lambda a, xs, ts, emit: op.nn.batch_norm(*xs, axis=a["axis"], epsilon=a["epsilon"], training=False),
     "layer_norm": lambda a, xs, ts, emit: op.nn.layer_norm(*xs, axes=list(a["axes"]), epsilon=a["epsilon"]),
     "softmax": lambda a, xs, ts, emit: op.nn.softmax(xs[0], axis=a["axis"]),
+    "group_norm": _group_norm_out,
     "concat": lambda a, xs, ts, emit: op.concat(list(xs), axis=a["axis"]),
     "split": _split_out,
     "transpose": lambda a, xs, ts, emit: op.permute_dims(xs[0], list(a["perm"])),

@@ -6,31 +6,19 @@ move through them.
 """
 from __future__ import annotations
 
-from .graph import Graph, make_node
+from .graph import Graph
 from .ops.shuffle import DEPTH, NCHW_PERM, SHUFFLES, SPACE, pixel_spelling
+from .spelling import spell_each
 
 
 def spell_shuffles(graph: Graph) -> tuple[Graph, int]:
     """`graph` with every NCHW reshape -> transpose -> reshape that is a channel shuffle or a pixel shuffle
     (or unshuffle), and whose middle values nothing else reads, made one operator; how many were."""
-    readers: dict[int, int] = {}
-    for node in graph.nodes:
-        for r in node.inputs:
-            readers[r.node] = readers.get(r.node, 0) + 1
-    for r in graph.outputs:
-        readers[r.node] = readers.get(r.node, 0) + 1
-    nodes, found = list(graph.nodes), 0
-    for i, node in enumerate(graph.nodes):
-        spelled = _shuffle(graph, node, readers)
-        if spelled is not None:
-            source = graph.nodes[graph.nodes[node.inputs[0].node].inputs[0].node].inputs[0]
-            nodes[i] = make_node(spelled[0], [source], [graph.type_of(source)], spelled[1])
-            found += 1
-    return (graph.rebuilt(nodes, list(graph.outputs)), found) if found else (graph, 0)
+    return spell_each(graph, _shuffle)
 
 
-def _shuffle(graph: Graph, node, readers) -> tuple[str, dict] | None:
-    """The operator and attributes `node` ends the spelling of, if it does."""
+def _shuffle(graph: Graph, node, readers) -> tuple[str, list, dict] | None:
+    """The operator, its input and attributes `node` ends the spelling of, if it does."""
     if node.op != "reshape" or len(node.types[0].shape) != 4:
         return None
     t = graph.nodes[node.inputs[0].node]
@@ -43,15 +31,16 @@ def _shuffle(graph: Graph, node, readers) -> tuple[str, dict] | None:
     if len(x) != 4:
         return None
     n, c, h, w = x
+    source = [r.inputs[0]]
     g = split[1] if len(split) == 5 else 0
     if perm == NCHW_PERM and out == x and g >= 1 and c % g == 0 and split == (n, g, c // g, h, w):
-        return "channel_shuffle", {"groups": g}
+        return "channel_shuffle", source, {"groups": g}
     for op in SHUFFLES if len(split) == 6 else ():
         for mode in ("CRD", "DCR"):
             names = (DEPTH["NCHW", mode] if op == "depth_to_space" else SPACE["NCHW"]).split()
             block = (split[names.index("bh")], split[names.index("bw")])
             if min(block) >= 1 and _spells(op, x, block, mode, (split, perm, out)):
-                return op, {"block": block, "mode": mode}
+                return op, source, {"block": block, "mode": mode}
     return None
 
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..graph import INT_HIGH, Graph
 from ..graph.ops.linear import KERNEL_TO_OIHW
+from ..graph.ops.norm import group_norm_grouping
 from ..graph.ops.shuffle import SHUFFLES, shuffle_spelling
 from ..graph.ops.sources import constant_value
 from .opaque import OPAQUE_EMITTERS, resize_attrs
@@ -137,6 +138,18 @@ def _layer_norm(w, a, xs, ins, outs):
     return [w.one("LayerNormalization", [x, gamma, beta], axis=axes[0], epsilon=float(a["epsilon"]))]
 
 
+def _group_norm(w, a, xs, ins, outs):
+    """The spelling the graph op is defined as, in its layout (graph/ops/norm.py); ONNX's own GroupNormalization
+    is opset 18 and takes its scale per channel from opset 21 on."""
+    x, eps, scale, bias = xs
+    grouped, axes = group_norm_grouping(ins[0].shape, ins[2].shape[0], a["axis"])
+    split = w.one("Reshape", [x, w.ints(grouped)])
+    centred = w.one("Sub", [split, w.one("ReduceMean", [split], axes=list(axes), keepdims=1)])
+    var = w.one("ReduceMean", [w.one("Mul", [centred, centred])], axes=list(axes), keepdims=1)
+    normed = w.one("Div", [centred, w.one("Sqrt", [w.one("Add", [var, eps])])])
+    return [w.one("Reshape", [w.one("Add", [w.one("Mul", [normed, scale]), bias]), w.ints(ins[0].shape)])]
+
+
 def _strided_slice(w, a, xs, ins, outs):
     n = len(a["axes"])
     steps = list(a["strides"]) or [1] * n
@@ -221,6 +234,7 @@ EMITTERS = {
     "space_to_depth": _shuffle("space_to_depth"),
     "batch_norm": _batch_norm,
     "layer_norm": _layer_norm,
+    "group_norm": _group_norm,
     "softmax": lambda w, a, xs, ins, outs: [w.one("Softmax", xs, axis=int(a["axis"]))],
     "concat": lambda w, a, xs, ins, outs: [w.one("Concat", xs, axis=int(a["axis"]))],
     "split": lambda w, a, xs, ins, outs: w.op("Split", [xs[0], w.ints(a["sizes"])], len(a["sizes"]),

@@ -14,6 +14,7 @@ import time
 from functools import lru_cache
 
 from ..graph import Graph, Ref
+from ..graph.spell_group_norms import spell_group_norms
 from ..graph.spell_shuffles import spell_shuffles
 from ..graph.cse import merge_common_subexpressions
 from ..subst.apply import RewriteRejected, apply_many
@@ -61,8 +62,9 @@ def convert_layout(graph: Graph, layout: str = "nhwc", deadline: float | None = 
     cancels a pair, or turns an NCHW conv into an NHWC one, so the rounds end."""
     deadline = time.perf_counter() + 60.0 if deadline is None else deadline
     trail: list[tuple[Match, Graph]] = []
-    if any(n.op == "conv2d" for n in graph.nodes):
-        graph, _ = spell_shuffles(graph)  # ShuffleNet's, pixel shuffles: operators the rules carry transposes through
+    if any(n.op == "conv2d" for n in graph.nodes):  # operators the rules carry transposes through:
+        graph, _ = spell_shuffles(graph)  # ShuffleNet's, pixel shuffles
+        graph, _ = spell_group_norms(graph)  # PyTorch's exported GroupNorm
     matchers = layout_matchers(layout) if grouped else tuple(_DenseOnly(m) for m in layout_matchers(layout))
     changed = True
     while changed and len(trail) < limit and time.perf_counter() < deadline:

@@ -33,6 +33,12 @@ def _w(g, name, shape, seed=1):
     return g.weight(name, shape, value=np.random.default_rng(seed).uniform(-1, 1, shape).astype("float32"))
 
 
+def _group_norm_params(g, groups: int):
+    """eps, and a per-group scale and shift as TVM's import of an InstanceNormalization reshapes them, (G, 1)."""
+    eps = g.weight(f"eps{groups}", (), value=np.array(1e-3, "float32"))
+    return eps, _w(g, f"s{groups}", (groups, 1), groups), _w(g, f"b{groups}", (groups, 1), groups + 1)
+
+
 CASES = {
     "conv_relu_pad": (lambda g, x: g.op("conv2d", x, _w(g, "w", (4, 3, 3, 3)), strides=(2, 1), padding=(1, 0, 2, 1),
                                         activation="relu"), [(1, 3, 9, 8)]),
@@ -95,6 +101,9 @@ CASES = {
                                  g.op("max", x, axes=()), g.op("min", x, axes=(-1,)),
                                  g.op("variance", x, axes=(2,), keepdims=True), g.op("variance", x, axes=(0, 1))],
                     [(2, 3, 4)]),
+    "group_norms": (lambda g, x: [g.op("group_norm", x, *_group_norm_params(g, 2)),
+                                  g.op("group_norm", g.op("transpose", x, perm=(0, 2, 3, 1)), *_group_norm_params(g, 3),
+                                       axis=3)], [(2, 6, 3, 4)]),
     "clip": (lambda g, x: [g.op("clip", x, min=-0.5, max=0.25), g.op("clip", x, min=0.0, max=1.0)], [(3, 4)]),
     "leaky_relu": (lambda g, x: g.op("leaky_relu", x, alpha=0.2), [(3, 4)]),
     "isnan_where": (lambda g, x, y: [g.op("where", g.op("isnan", g.op("log", x)), x, y), g.op("isnan", y)],

@@ -1,6 +1,8 @@
 """Normalisations and softmax: reductions with a per-element epilogue."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..types import TensorType
@@ -72,6 +74,48 @@ def _canon_axes(types, attrs):
 
 register(OpDef("layer_norm", 3, {"axes": (-1,), "epsilon": 1e-5, "center": True, "scale": True},
                layer_norm_infer, _layer_norm_ref, None, Pattern.REDUCE, canon=_canon_axes))
+
+
+# group_norm: a GroupNorm as PyTorch's exporters write it, reshape (N, G, -1), InstanceNormalization,
+# reshape back (TVM imports the middle as mean, variance, sqrt and arithmetic); graph/spell_group_norms.py
+# finds that spelling, whose reference this is, so that a layout rule can carry a transpose through it.
+# Inputs x, eps (rank 0), the instance norm's per-group scale and bias ((G, 1), as TVM reshapes them).
+def group_norm_infer(types, attrs):
+    x, eps, scale, bias = types
+    axis = _axis("group_norm", attrs["axis"], types)
+    if x.rank < 3 or axis not in (1, x.rank - 1):
+        raise fail("group_norm", "channels on axis 1 or last of a rank >= 3 input expected", types)
+    groups = scale.shape[0] if scale.rank == 2 else 0
+    if eps.shape != () or scale.shape != (groups, 1) or bias.shape != scale.shape or groups < 1 \
+            or x.shape[axis] % groups:
+        raise fail("group_norm", "eps () and scale, bias (G, 1) with G dividing the channels expected", types)
+    if any(t.dtype != x.dtype for t in types):
+        raise fail("group_norm", "one dtype expected", types)
+    return [x]
+
+
+def group_norm_grouping(shape, groups: int, axis: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The shape a group norm's spelling reshapes x to, and the axes it reduces: (N, G, -1) over 2 with
+    channels on axis 1; with channels last, (N, positions, G, C / G) over 1 and 3 (the same channels and
+    positions per group). The reference and both writers (Relax, ONNX) spell it so."""
+    if axis == 1:
+        return (shape[0], groups, math.prod(shape[1:]) // groups), (2,)
+    return (shape[0], math.prod(shape[1:-1]), groups, shape[-1] // groups), (1, 3)
+
+
+def _group_norm_ref(xs, attrs):
+    x, eps, scale, bias = xs
+    grouped, axes = group_norm_grouping(x.shape, scale.shape[0], attrs["axis"])
+    split = x.astype(np.float64).reshape(grouped)
+    mean = split.mean(axis=axes, keepdims=True)
+    var = split.var(axis=axes, keepdims=True)
+    out = (split - mean) / np.sqrt(var + eps) * scale + bias
+    return [out.reshape(x.shape).astype(x.dtype)]
+
+
+register(OpDef("group_norm", 4, {"axis": 1}, group_norm_infer, _group_norm_ref, None, Pattern.REDUCE,
+               canon=_canon_axis,
+               doc="Group norm as exported (reshape, instance norm, reshape): x, eps, per-group scale, bias."))
 
 
 def softmax_infer(types, attrs):

@@ -109,3 +109,10 @@ for _op, (_nchw, _nhwc), _keep in itertools.product(HW_REDUCTIONS, HW_MEANS, (Fa
         shapes={"y": ("n", "h", "w", "c")},
         doc="The spatial mean (or variance) of an NHWC tensor read as NCHW is the one over its axes 1 and 2 "
             "(read as NCHW again when the dimensions are kept)."))
+AXIOMS.append(axiom(
+    "group_norm_nhwc", "transpose",
+    N("group_norm", N("transpose", "y", perm=(0, 3, 1, 2)), "e", "s", "b", axis=1),
+    N("transpose", N("group_norm", "y", "e", "s", "b", axis=3), perm=(0, 3, 1, 2)),
+    shapes={"y": ("n", "h", "w", "c"), "e": (), "s": ("g", 1), "b": ("g", 1)}, dims={"c": (4, 6), "g": (1, 2)},
+    doc="A group norm of an NHWC tensor read as NCHW is the one over its last axis' channel groups (the same "
+        "channels, the same positions), read as NCHW."))
