@@ -117,10 +117,32 @@ def group_normed_block():
 
 
 def test_in_nhwc_exported_group_norms_need_no_transposes_around_them(run_module, rng):
-    """The layout step spells each exported GroupNorm as group_norm, which l-group_norm carries into NHWC: the
+    """The layout step spells each exported GroupNorm as exported_group_norm, which
+    l-exported_group_norm carries into NHWC: the
     function transposes its input and its output only, and groups the channels of the last axis."""
-    out = _all_nhwc(group_normed_block(), {"l-group_norm": 2}, 2, run_module, rng)
+    out = _all_nhwc(group_normed_block(), {"l-exported_group_norm": 2}, 2, run_module, rng)
     assert {tuple(int(d) for d in call.args[0].ty.shape) for call in _calls(out, "relax.mean")} == {(1, 30, 4, 2)}
+
+
+def onnx_group_norms():
+    """conv, ONNX GroupNormalization (opset 18: TVM imports it as Relax's nn.group_norm, its per-group scale and
+    shift spread to the channels), SiLU; twice."""
+    m = Model(9)
+    y = m.conv("x", 3, 8, 3, pads=[1, 1, 1, 1])
+    for _ in range(2):
+        g = m.op("GroupNormalization", [y, m.weight((4,), positive=True), m.weight((4,))], num_groups=4,
+                 epsilon=1e-3)
+        y = m.conv(m.op("Mul", [g, m.op("Sigmoid", [g])]), 8, 8, 3, pads=[1, 1, 1, 1])
+    model = m.build([("x", F32, [1, 3, 6, 5])], [(y, F32, [1, 8, 6, 5])])
+    model.opset_import[0].version = 18
+    return model
+
+
+def test_in_nhwc_relax_group_norms_need_no_transposes_around_them(run_module, rng):
+    """Relax's nn.group_norm (TVM's PyTorch frontend writes it too) is the graph's group_norm, which l-group_norm
+    carries into NHWC: the function transposes its input and its output only."""
+    out = _all_nhwc(onnx_group_norms(), {"l-group_norm": 2}, 2, run_module, rng)
+    assert {int(call.attrs.channel_axis) for call in _calls(out, "relax.nn.group_norm")} == {3}
 
 
 def test_without_the_option_or_a_judge_that_prefers_it_the_layouts_stay(rng):

@@ -7,7 +7,8 @@ constants, TASOPass with min_gain=0 and no speed check (every rewrite kept; the 
 pass works at stand-in sizes and writes its result back in the symbol), then the result bound at batch 1
 and 3, built and run against the torch module on the same inputs. Random weights, with random batch-norm
 statistics so that folds show in the numbers. One JSON line per model; exits 1 where any differs by more
-than --tolerance of the output's scale or fails.
+than --tolerance of the output's scale or fails. `--layout nhwc` also converts every conv of the result to
+NHWC, as check_models' option does (Relax's nn.group_norm, which this frontend writes for GroupNorm, carried).
 """
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ MODELS = {  # name: (module factory, input shape at batch 2)
     "pointnet": ("models_1d", (3, 1024)),
     "dcgan_generator": ("models_decoders", (64, 1, 1)),  # (bench/corpus/models_decoders.py: ConvTranspose2d + BN)
     "pose_resnet18": ("models_decoders", (3, 128, 96)),
+    "resnet18_gn": ("models_groupnorm", (3, 64, 64)),  # (bench/corpus/models_groupnorm.py: Relax's nn.group_norm)
+    "vae_decoder": ("models_groupnorm", (4, 16, 16)),
 }
 
 
@@ -52,6 +55,10 @@ def build(name: str):
         from bench.corpus import models_1d
 
         return randomized_batch_norms(getattr(models_1d, name)(), kind="BatchNorm1d").eval()
+    elif source == "models_groupnorm":
+        from bench.corpus import models_groupnorm
+
+        return models_groupnorm.randomized_group_norms(getattr(models_groupnorm, name)()).eval()
     else:
         from bench.corpus import models_decoders
 
@@ -59,11 +66,12 @@ def build(name: str):
     return randomized_batch_norms(model).eval()
 
 
-def check(name: str, time_limit: float) -> dict:
+def check(name: str, time_limit: float, layout: str | None = None) -> dict:
     import torch
     import tvm
     from tvm.relax.frontend.torch import from_exported_program
 
+    from bench.corpus.check_models import layout_pass
     from bench.harness.measure import error_of_scale
     from taso_relay.bridge.execute import run_module
     from taso_relay.passes import TASOPass
@@ -73,7 +81,8 @@ def check(name: str, time_limit: float) -> dict:
     batch = torch.export.Dim("batch", min=1, max=64)
     program = torch.export.export(model, (torch.randn(2, *shape),), dynamic_shapes=({0: batch},))
     mod = from_exported_program(program, keep_params_as_input=False)
-    taso = TASOPass(min_gain=0.0, verify_speed=False, time_limit=time_limit)
+    kind = layout_pass(layout) if layout else TASOPass
+    taso = kind(min_gain=0.0, verify_speed=False, time_limit=time_limit)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rewritten = taso(mod)
@@ -81,6 +90,8 @@ def check(name: str, time_limit: float) -> dict:
     applied = [a.rule_id for a in report.search.applied] if report.search and report.status == "optimized" else []
     record = {"model": name, "status": report.status, "rewrites": len(applied), "sized": report.sized,
               "rules": dict(sorted(Counter(applied).items())), "pass_s": round(time.perf_counter() - start, 1)}
+    if layout:
+        record["layout"] = getattr(taso, "layout_note", None)
     errors = {}
     symbol = rewritten["main"].params[0].ty.shape.values[0]
     for k in (1, 3):
@@ -100,6 +111,8 @@ def main(argv=None) -> int:
     p.add_argument("models", nargs="*", help=f"default: all of {', '.join(MODELS)}")
     p.add_argument("--tolerance", type=float, default=1e-5)
     p.add_argument("--time-limit", type=float, default=8.0)
+    p.add_argument("--layout", choices=("nhwc",), default=None,
+                   help="also convert every conv of the result to this layout (check_models' option)")
     args = p.parse_args(argv)
     unknown = sorted(set(args.models) - set(MODELS))
     if unknown:
@@ -111,7 +124,7 @@ def main(argv=None) -> int:
     names = args.models or list(MODELS)
     for name in names:
         try:
-            record = check(name, args.time_limit)
+            record = check(name, args.time_limit, args.layout)
         except Exception as exc:  # noqa: BLE001 - one model's failure is its record
             record = {"model": name, "error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"}
         error = record.get("vs_torch")

@@ -562,15 +562,11 @@ def groupnorm(out: Path) -> None:
     ones are)."""
     import torch
 
-    from .models_groupnorm import resnet18_gn, vae_decoder
+    from .models_groupnorm import randomized_group_norms, resnet18_gn, vae_decoder
 
     for name, model, shape in (("resnet18_gn", resnet18_gn(), (1, 3, 224, 224)),
                                ("vae_decoder", vae_decoder(), (1, 4, 16, 16))):
-        with torch.no_grad():
-            for m in model.modules():
-                if isinstance(m, torch.nn.GroupNorm):
-                    m.weight.uniform_(0.5, 1.5), m.bias.uniform_(-0.5, 0.5)
-        model, x = model.eval(), torch.randn(*shape)
+        model, x = randomized_group_norms(model).eval(), torch.randn(*shape)
         export(model, (x,), out / f"{name}.onnx")
         export(model, (x,), out / f"dynamo_{name}.onnx", dynamo=True)
 

@@ -251,6 +251,18 @@ def _layer_norm(call) -> Reading:
     return "layer_norm", {"axes": _ints(a.axes), "epsilon": float(a.epsilon)}, list(call.args)
 
 
+def _group_norm(call) -> Reading:
+    a = call.attrs
+    rank, axis = call.args[0].ty.ndim, int(a.channel_axis)
+    axis %= max(rank, 1)
+    if not (bool(a.center) and bool(a.scale)):  # (as for layer_norm: legalized without them)
+        raise Unsupported("group_norm without center or scale")
+    if rank < 3 or axis not in (1, rank - 1) or _ints(a.axes) != tuple(i for i in range(1, rank) if i != axis):
+        raise Unsupported(f"group_norm over axes {_ints(a.axes)} of rank {rank} with channels on axis {axis}: "
+                          "modelled with channels first or last, over every other axis but the batch's")
+    return "group_norm", {"groups": int(a.num_groups), "epsilon": float(a.epsilon), "axis": axis}, list(call.args)
+
+
 def _softmax(call) -> Reading:
     return "softmax", {"axis": int(call.attrs.axis)}, list(call.args)
 
@@ -472,6 +484,7 @@ IMPORTERS: dict[str, Importer] = {
     "relax.nn.avg_pool2d": _pool("avg_pool2d"),
     "relax.nn.batch_norm": _batch_norm,
     "relax.nn.layer_norm": _layer_norm,
+    "relax.nn.group_norm": _group_norm,
     "relax.nn.softmax": _softmax,
     "relax.concat": _concat,
     "relax.split": _split,
@@ -557,7 +570,7 @@ def _identity_or(make):
     return build
 
 
-def _group_norm_out(a, xs, ts, emit):
+def _exported_group_norm_out(a, xs, ts, emit):
     """The spelling the graph op is defined as, in its layout (graph/ops/norm.py)."""
     x, eps, scale, bias = xs
     shape = tuple(ts[0].shape)
@@ -622,7 +635,9 @@ EXPORTERS: dict[str, Exporter] = {
     "batch_norm": lambda a, xs, ts, emit: op.nn.batch_norm(*xs, axis=a["axis"], epsilon=a["epsilon"], training=False),
     "layer_norm": lambda a, xs, ts, emit: op.nn.layer_norm(*xs, axes=list(a["axes"]), epsilon=a["epsilon"]),
     "softmax": lambda a, xs, ts, emit: op.nn.softmax(xs[0], axis=a["axis"]),
-    "group_norm": _group_norm_out,
+    "group_norm": lambda a, xs, ts, emit: op.nn.group_norm(
+        *xs, a["groups"], a["axis"], [i for i in range(1, len(ts[0].shape)) if i != a["axis"]], a["epsilon"]),
+    "exported_group_norm": _exported_group_norm_out,
     "concat": lambda a, xs, ts, emit: op.concat(list(xs), axis=a["axis"]),
     "split": _split_out,
     "transpose": lambda a, xs, ts, emit: op.permute_dims(xs[0], list(a["perm"])),

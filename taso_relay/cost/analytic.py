@@ -150,7 +150,7 @@ def node_flops(node: Node, in_types: Sequence[TensorType]) -> float:
         return float(out.size)
     if op == "batch_norm":
         return 4.0 * out.size
-    if op in ("layer_norm", "group_norm"):
+    if op in ("layer_norm", "group_norm", "exported_group_norm"):
         return 8.0 * out.size
     if op == "softmax":
         return 5.0 * out.size

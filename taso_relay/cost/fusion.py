@@ -62,7 +62,8 @@ VIEW_OPS = frozenset({"reshape", "squeeze", "expand_dims"})
 # AnnotateTIROpPattern on the legalized PrimFunc, where it differs from OpDef.pattern.
 TVM_PATTERN = {
     "mean": OUT_EWISE, "variance": OUT_EWISE, "softmax": OUT_EWISE, "layer_norm": OUT_EWISE,
-    "group_norm": OUT_EWISE,  # its spelling's last kernel: the normalizing arithmetic after the two reductions
+    "group_norm": OUT_EWISE,
+    "exported_group_norm": OUT_EWISE,  # its spelling's last kernel: the arithmetic after the two reductions
     "strided_slice": ELEMWISE, "squeeze": BROADCAST, "expand_dims": BROADCAST, "broadcast_to": BROADCAST,
     "batch_norm": INJECTIVE,  # legalized alone: a PrimFunc returning (out, mean, var), fused as injective
     "enlarge": INJECTIVE, "pad": INJECTIVE,

@@ -185,9 +185,12 @@ def nhwc_rules() -> list[dict]:
                              {"inputs": {"y": [1, 5, 6, 3]}, "vars": {"b": [1] * n, "e": [4] * n}},
                              out_attrs={"axes": [TO_NCHW[a] for a in axes], "begin": "?b", "end": "?e",
                                         "strides": [1] * n}))
-    rules.append(_pushed("l-group_norm", "layout-push", "group_norm", {"axis": 1}, ["y"],  # PyTorch's exported
+    rules.append(_pushed("l-group_norm", "layout-push", "group_norm", {"groups": "?g", "epsilon": "?e", "axis": 1},
+                         ["y"], {"inputs": {"y": [1, 5, 6, 4], "ga": [4], "be": [4]}, "vars": {"g": 2, "e": 1e-5}},
+                         extra_inputs=["ga", "be"], out_attrs={"groups": "?g", "epsilon": "?e", "axis": 3}))  # Relax's
+    rules.append(_pushed("l-exported_group_norm", "layout-push", "exported_group_norm", {"axis": 1}, ["y"],
                          {"inputs": {"y": [1, 5, 6, 4], "e": [], "s": [2, 1], "b": [2, 1]}, "vars": {}},
-                         extra_inputs=["e", "s", "b"], out_attrs={"axis": 3}))  # GroupNorm, spelled
+                         extra_inputs=["e", "s", "b"], out_attrs={"axis": 3}))  # PyTorch's ONNX GroupNorm, spelled
     for op in BINARY:
         for left in (False,) if get_op(op).commutative else (False, True):  # the matcher commutes operands
             rules.append(_scalar(op, left))

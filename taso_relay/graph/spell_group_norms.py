@@ -3,8 +3,8 @@
 torch.onnx writes GroupNorm as reshape (N, G, -1), InstanceNormalization, reshape back (then the per-channel
 affine), and TVM imports the instance norm as mean, variance, add eps, sqrt, subtract, divide, multiply by
 the per-group scale and add its bias. No layout rule can move a transpose through the reshape to (N, G, -1)
-(its elements are grouped by NCHW's order), so the layout step spells the whole as `group_norm`, which is
-defined as that spelling (graph/ops/norm.py computes it so): not a rewrite that needs a proof.
+(its elements are grouped by NCHW's order), so the layout step spells the whole as `exported_group_norm`, which
+is defined as that spelling (graph/ops/norm.py computes it so): not a rewrite that needs a proof.
 """
 from __future__ import annotations
 
@@ -17,13 +17,13 @@ from .types import ShapeError
 
 def spell_group_norms(graph: Graph) -> tuple[Graph, int]:
     """`graph` with every group norm spelled as above, whose middle values nothing else reads, made one
-    `group_norm` node; how many were."""
-    return spell_each(graph, _group_norm)
+    `exported_group_norm` node; how many were."""
+    return spell_each(graph, _exported_group_norm)
 
 
-def _group_norm(graph: Graph, end, readers):
-    """("group_norm", [x, eps, scale, bias], its attributes) where `end` reshapes a group norm of x back to x's
-    shape, else None."""
+def _exported_group_norm(graph: Graph, end, readers):
+    """("exported_group_norm", [x, eps, scale, bias], its attributes) where `end` reshapes a group norm of x
+    back to x's shape, else None."""
     if end.op != "reshape":
         return None
     one = lambda ref: _only_reader(graph, ref, readers)  # noqa: E731
@@ -49,10 +49,10 @@ def _group_norm(graph: Graph, end, readers):
             or split.types[0].shape != (shape[0], groups[0], math.prod(shape[1:]) // groups[0]):
         return None
     try:
-        make_node("group_norm", inputs, [graph.type_of(r) for r in inputs], {"axis": 1})
+        make_node("exported_group_norm", inputs, [graph.type_of(r) for r in inputs], {"axis": 1})
     except ShapeError:  # another shape (a per-channel scale, a non-scalar eps): not this spelling
         return None
-    return "group_norm", inputs, {"axis": 1}
+    return "exported_group_norm", inputs, {"axis": 1}
 
 
 def _only_reader(graph: Graph, ref, readers):

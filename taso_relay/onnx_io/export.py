@@ -138,16 +138,32 @@ def _layer_norm(w, a, xs, ins, outs):
     return [w.one("LayerNormalization", [x, gamma, beta], axis=axes[0], epsilon=float(a["epsilon"]))]
 
 
-def _group_norm(w, a, xs, ins, outs):
-    """The spelling the graph op is defined as, in its layout (graph/ops/norm.py); ONNX's own GroupNormalization
-    is opset 18 and takes its scale per channel from opset 21 on."""
-    x, eps, scale, bias = xs
-    grouped, axes = group_norm_grouping(ins[0].shape, ins[2].shape[0], a["axis"])
+def _group_normalized(w, x: str, shape, groups: int, axis: int, eps: str) -> str:
+    """x normalized over each group of channels and every position, in the grouped shape: the spelling both
+    group norms are defined by (graph/ops/norm.py); ONNX's own GroupNormalization is opset 18 (per channel
+    from 21), where these files are 17."""
+    grouped, axes = group_norm_grouping(shape, groups, axis)
     split = w.one("Reshape", [x, w.ints(grouped)])
     centred = w.one("Sub", [split, w.one("ReduceMean", [split], axes=list(axes), keepdims=1)])
     var = w.one("ReduceMean", [w.one("Mul", [centred, centred])], axes=list(axes), keepdims=1)
-    normed = w.one("Div", [centred, w.one("Sqrt", [w.one("Add", [var, eps])])])
-    return [w.one("Reshape", [w.one("Add", [w.one("Mul", [normed, scale]), bias]), w.ints(ins[0].shape)])]
+    return w.one("Div", [centred, w.one("Sqrt", [w.one("Add", [var, eps])])])
+
+
+def _exported_group_norm(w, a, xs, ins, outs):
+    x, eps, scale, bias = xs
+    normed = _group_normalized(w, x, ins[0].shape, ins[2].shape[0], a["axis"], eps)
+    affine = w.one("Add", [w.one("Mul", [normed, scale]), bias])
+    return [w.one("Reshape", [affine, w.ints(ins[0].shape)])]
+
+
+def _group_norm(w, a, xs, ins, outs):
+    x, gamma, beta = xs
+    shape, axis = ins[0].shape, a["axis"]
+    eps = w.scalar(a["epsilon"], outs[0].dtype)
+    normed = w.one("Reshape", [_group_normalized(w, x, shape, a["groups"], axis, eps), w.ints(shape)])
+    per_channel = w.ints([-1 if i == axis else 1 for i in range(1, len(shape))])
+    return [w.one("Add", [w.one("Mul", [normed, w.one("Reshape", [gamma, per_channel])]),
+                          w.one("Reshape", [beta, per_channel])])]
 
 
 def _strided_slice(w, a, xs, ins, outs):
@@ -234,6 +250,7 @@ EMITTERS = {
     "space_to_depth": _shuffle("space_to_depth"),
     "batch_norm": _batch_norm,
     "layer_norm": _layer_norm,
+    "exported_group_norm": _exported_group_norm,
     "group_norm": _group_norm,
     "softmax": lambda w, a, xs, ins, outs: [w.one("Softmax", xs, axis=int(a["axis"]))],
     "concat": lambda w, a, xs, ins, outs: [w.one("Concat", xs, axis=int(a["axis"]))],

@@ -63,8 +63,9 @@ def _close(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(np.allclose(a[finite], b[finite], rtol=1e-6, atol=1e-6 * scale))
 
 
-# operand positions that must be non-negative: a batch norm's variance, a square root's argument, a group norm's eps
-_NON_NEGATIVE = {"batch_norm": (4,), "sqrt": (0,), "rsqrt": (0,), "group_norm": (1,)}
+# operand positions that must be non-negative: a batch norm's variance, a square root's argument, a spelled group
+# norm's eps
+_NON_NEGATIVE = {"batch_norm": (4,), "sqrt": (0,), "rsqrt": (0,), "exported_group_norm": (1,)}
 
 
 def _non_negative(*graphs) -> set:

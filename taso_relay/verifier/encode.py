@@ -368,6 +368,9 @@ def encode_op(op: str, attrs: Mapping[str, Any], args: list) -> Built:
     elif op == "mirror_pad" and isinstance(a["pad_width"], tuple) and len(a["pad_width"]) // 2 in V.PAD_RANKS \
             and len(a["pad_width"]) % 2 == 0:
         b.outputs = [_apply(b, f"mirror_pad{len(a['pad_width']) // 2}", [*a["pad_width"], as_int(a["mode"])], args)]
+    elif op == "group_norm":
+        ints = [a["groups"], _literal_code("epsilon", a["epsilon"]), _axis(a["axis"], args[0])]
+        b.outputs = [_apply(b, "group_norm", ints, args)]
     elif op == "leaky_relu":
         b.outputs = [_apply(b, "leaky_relu", [_literal_code("alpha", a["alpha"])], args)]
     elif op == "enlarge":

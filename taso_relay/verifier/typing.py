@@ -47,7 +47,7 @@ def _dims_are(t, values):
 def facts(name: str, ints, args, out) -> list:
     """Facts implied by wt(out) where out = name(ints..., args...)."""
     f = [wt(a) for a in args]
-    if name in V.UNARY or name == "leaky_relu":
+    if name in V.UNARY or name in ("leaky_relu", "group_norm"):
         return f + [shp(out) == shp(args[0])]
     if name in V.BINARY:
         a, b = args

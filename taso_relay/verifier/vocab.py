@@ -84,6 +84,7 @@ SIGNATURES: dict[str, tuple[int, int]] = {
     "identity_matrix": (1, 0),
     "batch_norm": (2, 5),  # axis, epsilon (a code: see encode.py); x, gamma, beta, mean, var
     "leaky_relu": (1, 1),  # the slope's code (encode.py), as an epsilon's
+    "group_norm": (3, 3),  # groups, epsilon's code, the channel axis; x, gamma, beta
 }
 TRANSPOSE_RANKS = range(1, 7)
 ONES_RANKS = range(0, 7)

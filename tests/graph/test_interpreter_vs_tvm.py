@@ -12,7 +12,7 @@ import pytest
 from taso_relay.bridge import module_from_graph
 from taso_relay.graph import OPS, GraphBuilder, Ref, evaluate
 
-POSITIVE = ("log", "sqrt", "rsqrt", "pow", "group_norm")  # group_norm: its eps
+POSITIVE = ("log", "sqrt", "rsqrt", "pow", "exported_group_norm")  # its eps
 
 
 def one_op(op, shapes, in_dtype="float32", **attrs):
@@ -153,9 +153,12 @@ CASES = {
     "layer_norm": one_op("layer_norm", [(2, 3, 8), (8,), (8,)], axes=(-1,)),
     "layer_norm_two_axes": one_op("layer_norm", [(2, 3, 4), (3, 4), (3, 4)], axes=(1, 2), epsilon=1e-3),
     "softmax": one_op("softmax", [(2, 3, 5)], axis=1),
-    "group_norm": one_op("group_norm", [(2, 6, 3, 4), (), (3, 1), (3, 1)]),
-    "group_norm_channels_last": one_op("group_norm", [(2, 3, 4, 6), (), (2, 1), (2, 1)], axis=-1),
-    "group_norm_rank3": one_op("group_norm", [(1, 4, 5), (), (4, 1), (4, 1)]),
+    "exported_group_norm": one_op("exported_group_norm", [(2, 6, 3, 4), (), (3, 1), (3, 1)]),
+    "exported_group_norm_channels_last": one_op("exported_group_norm", [(2, 3, 4, 6), (), (2, 1), (2, 1)], axis=-1),
+    "group_norm": one_op("group_norm", [(2, 6, 3, 4), (6,), (6,)], groups=3, epsilon=1e-3),
+    "group_norm_channels_last": one_op("group_norm", [(2, 3, 4, 6), (6,), (6,)], groups=2, axis=3),
+    "group_norm_rank3": one_op("group_norm", [(1, 4, 5), (4,), (4,)], groups=1),
+    "exported_group_norm_rank3": one_op("exported_group_norm", [(1, 4, 5), (), (4, 1), (4, 1)]),
     **{f"{op}_axes": one_op(op, [(2, 3, 4)], axes=(0, 2)) for op in ("sum", "mean", "max", "min", "variance")},
     **{f"{op}_keepdims": one_op(op, [(2, 3, 4)], axes=(-1,), keepdims=True)
        for op in ("sum", "mean", "max", "min", "variance")},

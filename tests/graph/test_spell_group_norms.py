@@ -1,5 +1,5 @@
 """spell_group_norms: the group norm PyTorch's exporters write (reshape, instance norm as TVM imports it, reshape
-back) becomes one group_norm node computing the same, and only where it is exactly that spelling."""
+back) becomes one exported_group_norm node computing the same, and only where it is exactly that spelling."""
 from __future__ import annotations
 
 import numpy as np
@@ -34,7 +34,7 @@ def test_an_exported_group_norm_is_one_node_computing_the_same(swap):
     graph = exported_group_norm(swap_operands=swap)
     spelled, found = spell_group_norms(graph)
     assert found == 1
-    assert [n.op for n in spelled.nodes if n.op not in ("input", "weight")] == ["group_norm"]
+    assert [n.op for n in spelled.nodes if n.op not in ("input", "weight")] == ["exported_group_norm"]
     feed = {"x": np.random.default_rng(0).standard_normal(SHAPE).astype("float32")}
     np.testing.assert_allclose(evaluate(spelled, feed)[0], evaluate(graph, feed)[0], rtol=1e-5, atol=1e-5)
 

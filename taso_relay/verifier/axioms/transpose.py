@@ -110,9 +110,16 @@ for _op, (_nchw, _nhwc), _keep in itertools.product(HW_REDUCTIONS, HW_MEANS, (Fa
         doc="The spatial mean (or variance) of an NHWC tensor read as NCHW is the one over its axes 1 and 2 "
             "(read as NCHW again when the dimensions are kept)."))
 AXIOMS.append(axiom(
-    "group_norm_nhwc", "transpose",
-    N("group_norm", N("transpose", "y", perm=(0, 3, 1, 2)), "e", "s", "b", axis=1),
-    N("transpose", N("group_norm", "y", "e", "s", "b", axis=3), perm=(0, 3, 1, 2)),
+    "exported_group_norm_nhwc", "transpose",
+    N("exported_group_norm", N("transpose", "y", perm=(0, 3, 1, 2)), "e", "s", "b", axis=1),
+    N("transpose", N("exported_group_norm", "y", "e", "s", "b", axis=3), perm=(0, 3, 1, 2)),
     shapes={"y": ("n", "h", "w", "c"), "e": (), "s": ("g", 1), "b": ("g", 1)}, dims={"c": (4, 6), "g": (1, 2)},
     doc="A group norm of an NHWC tensor read as NCHW is the one over its last axis' channel groups (the same "
         "channels, the same positions), read as NCHW."))
+AXIOMS.append(axiom(
+    "group_norm_nhwc", "transpose",
+    N("group_norm", N("transpose", "y", perm=(0, 3, 1, 2)), "ga", "be", groups="?g", epsilon="?e", axis=1),
+    N("transpose", N("group_norm", "y", "ga", "be", groups="?g", epsilon="?e", axis=3), perm=(0, 3, 1, 2)),
+    shapes={"y": ("n", "h", "w", "c"), "ga": ("c",), "be": ("c",)}, domains={"g": (1, 2), "e": (1e-5, 1e-3, 0.5)},
+    dims={"c": (4, 6)},
+    doc="Relax's group norm of an NHWC tensor read as NCHW is the one with channels last, read as NCHW."))
