@@ -5,10 +5,11 @@ better on x86 (a 3x3 conv measured 1.07x faster, issue #6). One conv alone to
 NHWC costs two transposes; the gain comes when every conv is converted and the
 transposes between them cancel. These rules are the steps of that: a conv
 becomes the NHWC conv between transposes, the NHWC-to-NCHW transpose moves down
-through element-wise operators, batch norms, concats, channel splits and shuffles,
-pools, resizes, pads (reflect and edge too), slices and spatial means and variances (a head's, an instance
-norm's), and meets the next
-conv's NCHW-to-NHWC transpose, where the pair cancels.
+through element-wise operators, batch norms, group norms (Relax's, and PyTorch's
+exported spelling), concats, channel splits and shuffles, pools, resizes, pads
+(reflect and edge too), slices and spatial means and variances (a head's, an
+instance norm's), and meets the next conv's NCHW-to-NHWC transpose, where the
+pair cancels.
 
 A transpose that other operators still read stays for them: every rule that
 consumes one also maps it (a second output), so a match is never refused

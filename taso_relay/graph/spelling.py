@@ -12,12 +12,9 @@ Spelling = Callable[[Graph, object, dict], Optional[tuple[str, Sequence[Ref], di
 def spell_each(graph: Graph, spelling: Spelling) -> tuple[Graph, int]:
     """`graph` with every node `spelling` recognises made the operator it names (the spelling's other nodes,
     read by nothing else, drop out); how many were."""
-    readers: dict[int, int] = {}
-    for node in graph.nodes:
-        for r in node.inputs:
-            readers[r.node] = readers.get(r.node, 0) + 1
+    readers = {i: len(uses) for i, uses in enumerate(graph.users)}
     for r in graph.outputs:
-        readers[r.node] = readers.get(r.node, 0) + 1
+        readers[r.node] += 1
     nodes, found = list(graph.nodes), 0
     for i, node in enumerate(graph.nodes):
         spelled = spelling(graph, node, readers)
