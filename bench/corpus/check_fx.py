@@ -57,8 +57,9 @@ def build(name: str):
         return randomized_batch_norms(getattr(models_1d, name)(), kind="BatchNorm1d").eval()
     elif source == "models_groupnorm":
         from bench.corpus import models_groupnorm
+        from bench.corpus.export_models import randomized_norm_affines
 
-        return models_groupnorm.randomized_group_norms(getattr(models_groupnorm, name)()).eval()
+        return randomized_norm_affines(getattr(models_groupnorm, name)(), "GroupNorm").eval()
     else:
         from bench.corpus import models_decoders
 

@@ -37,6 +37,18 @@ def randomized_batch_norms(model, scales=(0.5, 1.5), kind: str = "BatchNorm2d"):
     return model
 
 
+def randomized_norm_affines(model, kind: str):
+    """`model` with the scale and shift of every affine norm of `kind` (GroupNorm, InstanceNorm2d) drawn away from
+    1 and 0, as trained ones are."""
+    import torch
+
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, getattr(torch.nn, kind)) and m.weight is not None:
+                m.weight.uniform_(0.5, 1.5), m.bias.uniform_(-0.5, 0.5)
+    return model
+
+
 def export(model, args, path: Path, dynamo: bool = False, opset: int | None = None, **kwargs) -> None:
     """torch.onnx.export at opset 17 (the TorchScript exporter) or, with dynamo, 18 (torch.export's), or at `opset`."""
     import torch
@@ -547,11 +559,7 @@ def styled(out: Path) -> None:
     from .models_styled import cyclegan_generator, style_transfer
 
     for name, model in (("cyclegan_generator", cyclegan_generator()), ("style_transfer", style_transfer())):
-        with torch.no_grad():
-            for m in model.modules():
-                if isinstance(m, torch.nn.InstanceNorm2d) and m.affine:
-                    m.weight.uniform_(0.5, 1.5), m.bias.uniform_(-0.5, 0.5)
-        model, x = model.eval(), torch.randn(1, 3, 128, 128)
+        model, x = randomized_norm_affines(model, "InstanceNorm2d").eval(), torch.randn(1, 3, 128, 128)
         export(model, (x,), out / f"{name}.onnx")
         export(model, (x,), out / f"dynamo_{name}.onnx", dynamo=True)
 
@@ -562,11 +570,11 @@ def groupnorm(out: Path) -> None:
     ones are)."""
     import torch
 
-    from .models_groupnorm import randomized_group_norms, resnet18_gn, vae_decoder
+    from .models_groupnorm import resnet18_gn, vae_decoder
 
     for name, model, shape in (("resnet18_gn", resnet18_gn(), (1, 3, 224, 224)),
                                ("vae_decoder", vae_decoder(), (1, 4, 16, 16))):
-        model, x = randomized_group_norms(model).eval(), torch.randn(*shape)
+        model, x = randomized_norm_affines(model, "GroupNorm").eval(), torch.randn(*shape)
         export(model, (x,), out / f"{name}.onnx")
         export(model, (x,), out / f"dynamo_{name}.onnx", dynamo=True)
 

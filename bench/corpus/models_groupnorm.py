@@ -71,13 +71,3 @@ def vae_decoder(latent: int = 4, widths=(128, 128, 64)):
                                                                                                padding=1)]
     return nn.Sequential(*layers)
 
-
-def randomized_group_norms(model):
-    """`model` with every GroupNorm's scale and shift drawn away from 1 and 0, as trained ones are."""
-    import torch
-
-    with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, torch.nn.GroupNorm):
-                m.weight.uniform_(0.5, 1.5), m.bias.uniform_(-0.5, 0.5)
-    return model

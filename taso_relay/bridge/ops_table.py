@@ -16,7 +16,7 @@ import numpy as np
 from tvm import relax, tirx
 from tvm.ir.expr import Constant
 
-from ..graph.ops.norm import group_norm_grouping
+from ..graph.ops.norm import group_norm_axes, group_norm_grouping
 from ..graph.ops.sources import constant_value
 
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
@@ -257,7 +257,7 @@ def _group_norm(call) -> Reading:
     axis %= max(rank, 1)
     if not (bool(a.center) and bool(a.scale)):  # (as for layer_norm: legalized without them)
         raise Unsupported("group_norm without center or scale")
-    if rank < 3 or axis not in (1, rank - 1) or _ints(a.axes) != tuple(i for i in range(1, rank) if i != axis):
+    if rank < 3 or axis not in (1, rank - 1) or list(_ints(a.axes)) != group_norm_axes(rank, axis):
         raise Unsupported(f"group_norm over axes {_ints(a.axes)} of rank {rank} with channels on axis {axis}: "
                           "modelled with channels first or last, over every other axis but the batch's")
     return "group_norm", {"groups": int(a.num_groups), "epsilon": float(a.epsilon), "axis": axis}, list(call.args)
@@ -636,7 +636,7 @@ EXPORTERS: dict[str, Exporter] = {
     "layer_norm": lambda a, xs, ts, emit: op.nn.layer_norm(*xs, axes=list(a["axes"]), epsilon=a["epsilon"]),
     "softmax": lambda a, xs, ts, emit: op.nn.softmax(xs[0], axis=a["axis"]),
     "group_norm": lambda a, xs, ts, emit: op.nn.group_norm(
-        *xs, a["groups"], a["axis"], [i for i in range(1, len(ts[0].shape)) if i != a["axis"]], a["epsilon"]),
+        *xs, a["groups"], a["axis"], group_norm_axes(len(ts[0].shape), a["axis"]), a["epsilon"]),
     "exported_group_norm": _exported_group_norm_out,
     "concat": lambda a, xs, ts, emit: op.concat(list(xs), axis=a["axis"]),
     "split": _split_out,

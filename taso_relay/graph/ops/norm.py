@@ -85,6 +85,11 @@ def group_norm_grouping(shape, groups: int, axis: int) -> tuple[tuple[int, ...],
     return (shape[0], math.prod(shape[1:-1]), groups, shape[-1] // groups), (1, 3)
 
 
+def group_norm_axes(rank: int, axis: int) -> list[int]:
+    """The axes Relax's group_norm normalises over with channels on `axis`: every one but the batch's and theirs."""
+    return [i for i in range(1, rank) if i != axis]
+
+
 def _channels_of(op, types, attrs, groups):
     """The channel axis, checked: 1 or last of a rank >= 3 input, its size a multiple of `groups`."""
     x = types[0]
