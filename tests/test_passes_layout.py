@@ -145,6 +145,49 @@ def test_in_nhwc_relax_group_norms_need_no_transposes_around_them(run_module, rn
     assert {int(call.attrs.channel_axis) for call in _calls(out, "relax.nn.group_norm")} == {3}
 
 
+def token_attention_block():
+    """A diffusers VAE's attention between convs: the NCHW map reshaped to tokens (N, C, H * W) and transposed
+    to (N, H * W, C), single-head attention with linear projections, transposed and reshaped back, added to its
+    input."""
+    m = Model(11)
+    x = m.conv("x", 3, 8, 3, pads=[1, 1, 1, 1])
+    t = m.op("Transpose", [m.op("Reshape", [x, m.const([1, 8, 30])])], perm=[0, 2, 1])
+    q, k, v = (m.op("MatMul", [t, m.weight((8, 8))]) for _ in range(3))
+    s = m.op("Softmax", [m.op("MatMul", [q, m.op("Transpose", [k], perm=[0, 2, 1])])], axis=-1)
+    o = m.op("MatMul", [m.op("MatMul", [s, v]), m.weight((8, 8))])
+    o = m.op("Reshape", [m.op("Transpose", [o], perm=[0, 2, 1]), m.const([1, 8, 6, 5])])
+    y = m.conv(m.op("Add", [x, o]), 8, 4, 3, pads=[1, 1, 1, 1])
+    return m.build([("x", F32, [1, 3, 6, 5])], [(y, F32, [1, 4, 6, 5])])
+
+
+def test_in_nhwc_reshapes_to_tokens_and_back_need_no_transposes(run_module, rng):
+    """The layout rules stop at the reshape to tokens; its chain (to NCHW, reshape, transpose) moves every
+    element as one reshape of the NHWC map does, and the way back is written reshape then transpose to NCHW,
+    which l-add carries to the next conv's transpose to cancel: the function transposes its input and its
+    output, and the keys once, as the model does."""
+    _all_nhwc(token_attention_block(), {"moves-collapse": 2}, 3, run_module, rng)
+
+
+def detection_head():
+    """A detection head on two levels as torchvision's exports write it: each level's conv gives A * K channels,
+    reshaped (N, A, K, H, W), permuted to (N, H, W, A, K) and flattened to (N, H * W * A, K); the levels
+    concatenated."""
+    m = Model(13)
+    y1 = m.op("Relu", [m.conv("x", 3, 8, 3, pads=[1, 1, 1, 1])])
+    y2 = m.op("Relu", [m.conv(y1, 8, 8, 3, pads=[1, 1, 1, 1], strides=[2, 2])])
+    levels = []
+    for y, (h, w) in ((y1, (8, 6)), (y2, (4, 3))):
+        z = m.op("Reshape", [m.conv(y, 8, 6, 3, pads=[1, 1, 1, 1]), m.const([1, 3, 2, h, w])])
+        levels.append(m.op("Reshape", [m.op("Transpose", [z], perm=[0, 3, 4, 1, 2]), m.const([1, -1, 2])]))
+    return m.build([("x", F32, [1, 3, 8, 6])], [(m.op("Concat", levels, axis=1), F32, [1, 180, 2])])
+
+
+def test_in_nhwc_a_detection_heads_output_reshapes_need_no_transposes(run_module, rng):
+    """Each level's (to NCHW, reshape, permute, reshape) moves every element as one reshape of its NHWC conv's
+    output does: the function transposes its input only."""
+    _all_nhwc(detection_head(), {"moves-collapse": 2}, 1, run_module, rng)
+
+
 def test_without_the_option_or_a_judge_that_prefers_it_the_layouts_stay(rng):
     mod = import_onnx(resnet_block())
     for taso in (TASOPass(cost=FakeTuned(0.5), time_limit=3, verify_speed=False, layout=None),

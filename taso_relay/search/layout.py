@@ -17,6 +17,7 @@ from ..graph import Graph, Ref
 from ..graph.spell_group_norms import spell_group_norms
 from ..graph.spell_shuffles import spell_shuffles
 from ..graph.cse import merge_common_subexpressions
+from ..graph.moves import collapse_moves
 from ..subst.apply import RewriteRejected, apply_many
 from ..subst.match import Match, Matcher, check_context
 from ..subst.rule_io import load_rules, shipped_rules_dir
@@ -58,8 +59,10 @@ def convert_layout(graph: Graph, layout: str = "nhwc", deadline: float | None = 
     (nobody has measured it for every target), so the search offers both conversions to its judge.
 
     The conv rule goes first, then the rules that move and cancel transposes, round after round
-    until a round changes nothing. Each rule only moves an NHWC-to-NCHW transpose down the graph,
-    cancels a pair, or turns an NCHW conv into an NHWC one, so the rounds end."""
+    until a round changes nothing; then the chains of transposes and reshapes left are written shorter
+    where they can be, and the rounds go on. Each rule only moves an NHWC-to-NCHW transpose down the
+    graph, cancels a pair, or turns an NCHW conv into an NHWC one, and each chain written has fewer
+    transposes or nodes (or its one transpose where the rules move it), so the rounds end."""
     deadline = time.perf_counter() + 60.0 if deadline is None else deadline
     trail: list[tuple[Match, Graph]] = []
     if any(n.op == "conv2d" for n in graph.nodes):  # operators the rules carry transposes through:
@@ -74,11 +77,33 @@ def convert_layout(graph: Graph, layout: str = "nhwc", deadline: float | None = 
             graph, steps = _all_at_once(graph, matcher, deadline, limit - len(trail))
             trail.extend(steps)
             changed = changed or bool(steps)
+        if not changed and trail:
+            # at the rules' fixpoint: the chains of moves they left where a transpose met a reshape, written
+            # shorter or with the transpose last for the rules to carry on (graph/moves.py)
+            before = graph
+            graph, said = collapse_moves(graph, layout=True)
+            trail.extend((Collapsed(where), before) for where in said)
+            changed = bool(said)
     complete = not changed and time.perf_counter() < deadline  # a round cut short is not the fixpoint
     # each conv got its own transpose of its input: where several read one value (an Inception
     # block's branches, the model's input) one transpose serves them all
     graph, _ = merge_common_subexpressions(graph)
     return graph, trail, complete
+
+
+class Collapsed:
+    """A trail's record of a chain of moves written shorter (graph/moves.py): not a rule's match, but read as
+    one by the report (its rule's id and text, and where)."""
+
+    class rule:  # noqa: N801 (read as Match.rule)
+        id = "moves-collapse"
+        text = "transposes and reshapes => at most reshape, transpose, reshape moving every element alike"
+
+    def __init__(self, where: str):
+        self.where = where
+
+    def describe(self, graph: Graph) -> str:
+        return self.where
 
 
 def _unshare_repeated_transposes(graph: Graph) -> Graph:
