@@ -14,6 +14,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from .folding import weight_only
 from .graph import Graph, Node, Ref, make_node
 
 MOVES = ("transpose", "reshape", "squeeze", "expand_dims")
@@ -173,14 +174,16 @@ def collapse_moves(graph: Graph, layout: bool = False) -> tuple[Graph, list[str]
     replacement described (`describe`).
 
     A chain ends at a move not read by exactly one other move; it starts as far back as moves go (MAX_CHAIN),
-    and the nodes that die are those after the last one something else reads too."""
+    and the nodes that die are those after the last one something else reads too. Chains of weights are
+    left to FoldConstant."""
     readers = [len(u) for u in graph.users]
     for r in graph.outputs:
         readers[r.node] += 1
+    folded = weight_only(graph)
     replaced: dict[int, tuple[Ref, list[Step]]] = {}
     for end, node in enumerate(graph.nodes):
-        if node.op in MOVES and not (readers[end] == 1 and graph.users[end]
-                                     and graph.nodes[graph.users[end][0][0]].op in MOVES):
+        if node.op in MOVES and not folded[end] and not (readers[end] == 1 and graph.users[end]
+                                                         and graph.nodes[graph.users[end][0][0]].op in MOVES):
             best = _best_collapse(graph, end, readers, layout)
             if best is not None:
                 replaced[end] = best
