@@ -33,7 +33,7 @@ def census(path: str) -> dict:
 
     mod = prepare(path, {}).mod
     graph = graph_from_function(mod["main"], "main", mod).graph
-    converted, _trail, complete = convert_layout(graph, "nhwc")
+    converted, trail, complete = convert_layout(graph, "nhwc")
     index = index_of(converted)
     left: collections.Counter = collections.Counter()
     for i in activation_transposes(converted):
@@ -42,7 +42,8 @@ def census(path: str) -> dict:
         to = "NHWC" if tuple(node.attr("perm")) == (0, 2, 3, 1) else "NCHW"
         left[f"{label(converted.nodes[node.inputs[0].node])} -> {to} -> {','.join(users)}"] += 1
     return {"convs": sum(n.op == "conv2d" for n in converted.nodes), "complete": complete,
-            "transposes_left": sum(left.values()), "where": dict(left.most_common())}
+            "transposes_left": sum(left.values()), "where": dict(left.most_common()),
+            "chains_shortened": sum(m.rule.id == "moves-collapse" for m, _ in trail)}
 
 
 def main(argv=None) -> int:
@@ -54,6 +55,7 @@ def main(argv=None) -> int:
             warnings.simplefilter("ignore")
             row = census(path)
         print(f"{path}: {row['convs']} convs, {row['transposes_left']} activation transposes left"
+              + f" ({row['chains_shortened']} chains of transposes and reshapes written shorter)"
               + ("" if row["complete"] else " (conversion cut short)"))
         for where, n in row["where"].items():
             print(f"    {n:4d}  {where}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from functools import lru_cache
+from types import SimpleNamespace
 
 from ..graph import Graph, Ref
 from ..graph.spell_group_norms import spell_group_norms
@@ -95,9 +96,8 @@ class Collapsed:
     """A trail's record of a chain of moves written shorter (graph/moves.py): not a rule's match, but read as
     one by the report (its rule's id and text, and where)."""
 
-    class rule:  # noqa: N801 (read as Match.rule)
-        id = "moves-collapse"
-        text = "transposes and reshapes => at most reshape, transpose, reshape moving every element alike"
+    rule = SimpleNamespace(id="moves-collapse", text="transposes and reshapes => at most reshape, transpose, "
+                                                      "reshape moving each element alike")
 
     def __init__(self, where: str):
         self.where = where

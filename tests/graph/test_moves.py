@@ -119,3 +119,13 @@ def test_collapse_leaves_a_chain_no_shorter_form_improves():
     out, said = collapse_moves(g, layout=True)  # the layout step wants the transpose last
     assert len(said) == 1 and [n.op for n in out.nodes] == ["input", "reshape", "transpose"]
     assert collapse_moves(out, layout=True)[1] == []
+
+
+def test_collapse_leaves_chains_of_weights_to_fold_constant():
+    """A bias reshaped and transposed is computed at compile time: rewriting it gains nothing, and the report
+    would list every one."""
+    b = GraphBuilder()
+    x = b.input("x", (2, 4, 5, 3))
+    bias = b.op("transpose", b.op("reshape", b.weight("b", (3,)), shape=(1, 3, 1, 1)), perm=(0, 2, 3, 1))
+    g = b.build([b.op("add", x, b.op("reshape", bias, shape=(1, 1, 1, 3)))])
+    assert collapse_moves(g)[1] == []
