@@ -188,6 +188,24 @@ def test_in_nhwc_a_detection_heads_output_reshapes_need_no_transposes(run_module
     _all_nhwc(detection_head(), {"moves-collapse": 2}, 1, run_module, rng)
 
 
+def test_in_nhwc_a_dynamic_batch_heads_reshape_is_written_back_in_its_symbol(run_module, rng):
+    """With a dynamic batch the pass searches at a stand-in batch; the one reshape the head's chain becomes,
+    to (N, H * W * A, K), is written in N and computes what the original does at other batches."""
+    m = Model(13)
+    y = m.op("Relu", [m.conv("x", 3, 8, 3, pads=[1, 1, 1, 1])])
+    z = m.op("Reshape", [m.conv(y, 8, 6, 3, pads=[1, 1, 1, 1]), m.const([0, 3, 2, 8, 6])])
+    out = m.op("Reshape", [m.op("Transpose", [z], perm=[0, 3, 4, 1, 2]), m.const([0, -1, 2])])
+    mod = import_onnx(m.build([("x", F32, ["N", 3, 8, 6])], [(out, F32, ["N", 144, 2])]))
+    taso = TASOPass(cost=FakeTuned(0.5), time_limit=3, verify_speed=False, layout="nhwc")
+    rewritten = taso(mod)
+    report = taso.report["main"]
+    assert report.status == "optimized" and any(r.startswith("moves-collapse") for r in report.rewrites)
+    assert len(_calls(rewritten, "relax.permute_dims")) == 1  # the input's
+    for n in (1, 3):
+        x = rng.standard_normal((n, 3, 8, 6)).astype("float32")
+        np.testing.assert_allclose(run_module(rewritten, [x])[0], run_module(mod, [x])[0], rtol=1e-4, atol=1e-4)
+
+
 def test_without_the_option_or_a_judge_that_prefers_it_the_layouts_stay(rng):
     mod = import_onnx(resnet_block())
     for taso in (TASOPass(cost=FakeTuned(0.5), time_limit=3, verify_speed=False, layout=None),

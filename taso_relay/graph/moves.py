@@ -20,7 +20,7 @@ from .graph import Graph, Node, Ref, make_node
 MOVES = ("transpose", "reshape", "squeeze", "expand_dims")
 Step = tuple[str, dict]  # an operator of MOVES and its attributes
 MAX_CHAIN = 8  # moves followed back from a chain's end
-MAX_CHECKED = 1 << 24  # elements: a longer chain's input is left as it is rather than checked unchecked
+MAX_CHECKED = 1 << 23  # elements: a chain of a larger input is left as it is rather than replaced unchecked
 NCHW, NHWC = (0, 3, 1, 2), (0, 2, 3, 1)
 
 
@@ -33,7 +33,7 @@ def _steps_of(nodes: Sequence[Node]) -> list[Step]:
 def axes_map(shape: Sequence[int], steps: Sequence[Step]) -> Optional[tuple[list[int], list[list[int]]]]:
     """The chain as (axes, groups): `shape` split row-major into the axis sizes `axes`; the output's dims,
     each the list of those axes (by position in `axes`) it is made of, outermost first. None where a reshape
-    cuts an axis unevenly (a 6 made 4 then reshaped by 3)."""
+    cuts an axis unevenly ((6, 4) reshaped to (4, 6): the 6 would be cut at 4)."""
     sizes: list[int] = [d for d in shape if d != 1]  # axis id -> size; ids are stable, positions are `order`
     order = list(range(len(sizes)))  # the input's axes in row-major order
     ids = iter(range(len(sizes)))
@@ -148,7 +148,7 @@ def _transposes(steps: Sequence[Step]) -> int:
 
 def moved(shape: Sequence[int], steps: Sequence[Step]) -> np.ndarray:
     """Where each output element of the chain comes from: the chain applied to the positions of `shape`."""
-    x = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
+    x = np.arange(int(np.prod(shape)), dtype=np.int32).reshape(shape)  # MAX_CHECKED: 32 MiB at most
     for op, attrs in steps:
         x = np.transpose(x, attrs["perm"]) if op == "transpose" else np.reshape(x, attrs["shape"])
     return x
