@@ -145,6 +145,23 @@ def test_in_nhwc_relax_group_norms_need_no_transposes_around_them(run_module, rn
     assert {int(call.attrs.channel_axis) for call in _calls(out, "relax.nn.group_norm")} == {3}
 
 
+def mish_softplus_block():
+    """YOLOv4's Mish (ONNX Mish, opset 18; TVM writes x * tanh(log(1 + exp(x)))) and a Softplus (TVM writes
+    max(x, 0) + log(1 + exp(-|x|))) after convs."""
+    m = Model(15)
+    y = m.op("Mish", [m.conv("x", 3, 8, 3, pads=[1, 1, 1, 1])])
+    y = m.conv(m.op("Softplus", [m.conv(y, 8, 8, 3, pads=[1, 1, 1, 1])]), 8, 4, 1)
+    model = m.build([("x", F32, [1, 3, 6, 5])], [(y, F32, [1, 4, 6, 5])])
+    model.opset_import[0].version = 18
+    return model
+
+
+def test_in_nhwc_mish_and_softplus_need_no_transposes_around_them(run_module, rng):
+    """l-log carries the transposes through their logarithms: the function transposes its input and its output
+    only."""
+    _all_nhwc(mish_softplus_block(), {"l-log": 2}, 2, run_module, rng)
+
+
 def token_attention_block():
     """A diffusers VAE's attention between convs: the NCHW map reshaped to tokens (N, C, H * W) and transposed
     to (N, H * W, C), single-head attention with linear projections, transposed and reshaped back, added to its

@@ -30,7 +30,7 @@ TO_NHWC = (0, 2, 3, 1)
 OIHW_TO_HWIO = (2, 3, 1, 0)
 CHW_TO_HWC = (1, 2, 0)  # a rank-3 per-channel weight, (C, 1, 1) => (1, 1, C)
 # instance norms (ONNX InstanceNormalization: mean, variance, sqrt, div) and others' element-wise ops too
-UNARY = ("relu", "sigmoid", "tanh", "silu", "gelu", "gelu_tanh", "sqrt", "rsqrt", "exp", "abs", "neg", "erf")
+UNARY = ("relu", "sigmoid", "tanh", "silu", "gelu", "gelu_tanh", "sqrt", "rsqrt", "exp", "log", "abs", "neg", "erf")
 BINARY = ("add", "mul", "sub", "div", "maximum", "minimum")
 # clip's bounds are literals to the verifier: MobileNets' relu6 and hardsigmoid's clip only
 CLIPS = {"relu6": {"min": 0.0, "max": 6.0}, "clip01": {"min": 0.0, "max": 1.0}}

@@ -78,7 +78,7 @@ def _layout_rule(rule_id, mutate=None):
                                      "l-concat-nest14", "l-concat-nest64", "l-concat-flatten61-3", "l-concat1",
                                      "l-resize2d", "l-channel_shuffle", "l-depth_to_space",
                                      "l-space_to_depth", "l-mirror_pad", "l-variance23-keep", "l-sqrt",
-                                     "l-leaky_relu", "l-exported_group_norm", "l-group_norm"])
+                                     "l-leaky_relu", "l-exported_group_norm", "l-group_norm", "l-log"])
 def test_layout_rules_are_proved(rule_id):
     assert prove_rule(_layout_rule(rule_id), timeout=20).status == PROVED
 
@@ -116,6 +116,7 @@ def _target(data, node_id):
     ("l-mirror_pad", lambda d: _target(d, "n")["attrs"].update(  # H's widths and W's swapped
         pad_width="=(?pw[0], ?pw[1], ?pw[6], ?pw[7], ?pw[4], ?pw[5], ?pw[2], ?pw[3])")),
     ("l-leaky_relu", lambda d: _target(d, "n")["attrs"].update(alpha=0.1)),  # one slope for every slope
+    ("l-log", lambda d: _target(d, "n").update(op="exp")),  # the logarithm carried as an exponential
     ("l-variance23-keep", lambda d: _target(d, "n")["attrs"].update(axes=[2, 3])),  # over W and C
     ("l-exported_group_norm", lambda d: _target(d, "n")["attrs"].update(axis=1)),  # H's rows grouped, not the channels
     ("l-exported_group_norm", lambda d: _target(d, "n").update(inputs=["y", "e", "b", "s"])),  # scale and shift swapped
