@@ -25,7 +25,7 @@ def activation_transposes(graph) -> list[int]:
 def census(path: str) -> dict:
     from taso_relay.bridge.from_relax import graph_from_function
     from taso_relay.onnx_io import prepare
-    from taso_relay.search.layout import convert_layout
+    from taso_relay.search.layout import Collapsed, convert_layout
     from taso_relay.subst.index import index_of
 
     def label(node) -> str:
@@ -43,7 +43,7 @@ def census(path: str) -> dict:
         left[f"{label(converted.nodes[node.inputs[0].node])} -> {to} -> {','.join(users)}"] += 1
     return {"convs": sum(n.op == "conv2d" for n in converted.nodes), "complete": complete,
             "transposes_left": sum(left.values()), "where": dict(left.most_common()),
-            "chains_shortened": sum(m.rule.id == "moves-collapse" for m, _ in trail)}
+            "chains_shortened": sum(isinstance(m, Collapsed) for m, _ in trail)}
 
 
 def main(argv=None) -> int:
