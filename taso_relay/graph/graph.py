@@ -146,6 +146,19 @@ class Graph:
             object.__setattr__(self, "_users", cached)
         return cached
 
+    @property
+    def readers(self) -> tuple[int, ...]:
+        """readers[i]: how many reads node i's values have, the graph's outputs counted (a value nothing else
+        reads may be rewritten away)."""
+        cached = self.__dict__.get("_readers")
+        if cached is None:
+            counts = [len(u) for u in self.users]
+            for r in self.outputs:
+                counts[r.node] += 1
+            cached = tuple(counts)
+            object.__setattr__(self, "_readers", cached)
+        return cached
+
     def op_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
         for n in self.nodes:

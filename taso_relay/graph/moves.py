@@ -176,9 +176,7 @@ def collapse_moves(graph: Graph, layout: bool = False) -> tuple[Graph, list[str]
     A chain ends at a move not read by exactly one other move; it starts as far back as moves go (MAX_CHAIN),
     and the nodes that die are those after the last one something else reads too. Chains of weights are
     left to FoldConstant."""
-    readers = [len(u) for u in graph.users]
-    for r in graph.outputs:
-        readers[r.node] += 1
+    readers = graph.readers
     folded = weight_only(graph)
     replaced: dict[int, tuple[Ref, list[Step]]] = {}
     for end, node in enumerate(graph.nodes):
@@ -219,7 +217,7 @@ def describe(graph: Graph, end: int, source: Ref, steps: Sequence[Step]) -> str:
     return f"{' -> '.join(chain)}:{graph.nodes[end].types[0]} of {graph.type_of(source)} => {written}"
 
 
-def _best_collapse(graph: Graph, end: int, readers: list[int], layout: bool) -> Optional[tuple[Ref, list[Step]]]:
+def _best_collapse(graph: Graph, end: int, readers: Sequence[int], layout: bool) -> Optional[tuple[Ref, list[Step]]]:
     """The chain's input and the shorter chain that replaces the moves ending at `end`, if one scores better
     than the moves it would remove; of several starts, the one that gains most."""
     chain = [end]

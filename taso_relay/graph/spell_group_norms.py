@@ -37,7 +37,7 @@ def _exported_group_norm(graph: Graph, end, readers):
         return None
     lifted = _chain(graph, one(root.inputs[0]), "add", "variance", readers)  # eps added
     variance, mean, grouped = lifted and one(lifted[0]), one(centred.inputs[1]), centred.inputs[0]
-    if variance is None or mean is None or readers.get(grouped.node) != 3:
+    if variance is None or mean is None or readers[grouped.node] != 3:
         return None
     if any(n.op != op or n.inputs[0] != grouped or n.attr("axes") != (2,) or not n.attr("keepdims")
            for n, op in ((mean, "mean"), (variance, "variance"))):
@@ -57,7 +57,7 @@ def _exported_group_norm(graph: Graph, end, readers):
 
 def _only_reader(graph: Graph, ref, readers):
     """The node `ref` points at, where it has one output and nothing else reads it; else None."""
-    if ref is None or readers.get(ref.node) != 1 or len(graph.nodes[ref.node].types) != 1:
+    if ref is None or readers[ref.node] != 1 or len(graph.nodes[ref.node].types) != 1:
         return None
     return graph.nodes[ref.node]
 
@@ -68,6 +68,6 @@ def _chain(graph: Graph, node, op: str, follows: str, readers):
         return None
     a, b = node.inputs
     for chain, other in ((a, b), (b, a)):
-        if readers.get(chain.node) == 1 and graph.nodes[chain.node].op == follows:
+        if readers[chain.node] == 1 and graph.nodes[chain.node].op == follows:
             return chain, other
     return None

@@ -22,10 +22,10 @@ def _shuffle(graph: Graph, node, readers) -> tuple[str, list, dict] | None:
     if node.op != "reshape" or len(node.types[0].shape) != 4:
         return None
     t = graph.nodes[node.inputs[0].node]
-    if t.op != "transpose" or readers.get(node.inputs[0].node) != 1:
+    if t.op != "transpose" or readers[node.inputs[0].node] != 1:
         return None
     r = graph.nodes[t.inputs[0].node]
-    if r.op != "reshape" or readers.get(t.inputs[0].node) != 1:
+    if r.op != "reshape" or readers[t.inputs[0].node] != 1:
         return None
     x, split, perm, out = graph.type_of(r.inputs[0]).shape, r.types[0].shape, tuple(t.attr("perm")), node.types[0].shape
     if len(x) != 4:

@@ -6,15 +6,13 @@ from typing import Callable, Optional, Sequence
 from .graph import Graph, Ref, make_node
 
 # (graph, node, readers per node index) -> (operator, its inputs, attributes) where the node ends a spelling of it
-Spelling = Callable[[Graph, object, dict], Optional[tuple[str, Sequence[Ref], dict]]]
+Spelling = Callable[[Graph, object, Sequence[int]], Optional[tuple[str, Sequence[Ref], dict]]]
 
 
 def spell_each(graph: Graph, spelling: Spelling) -> tuple[Graph, int]:
     """`graph` with every node `spelling` recognises made the operator it names (the spelling's other nodes,
     read by nothing else, drop out); how many were."""
-    readers = {i: len(uses) for i, uses in enumerate(graph.users)}
-    for r in graph.outputs:
-        readers[r.node] += 1
+    readers = graph.readers
     nodes, found = list(graph.nodes), 0
     for i, node in enumerate(graph.nodes):
         spelled = spelling(graph, node, readers)
