@@ -123,6 +123,8 @@ def read_rule_file(path: str | os.PathLike) -> RuleFile:
         raise RuleFileError(f"{path}: not a readable JSON rule file ({exc})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("rules"), list):
         raise RuleFileError(f"{path}: expected an object with a 'rules' list")
+    if "rule_file" in doc:  # a verification report lists verdicts under 'rules' (taken for rules, it was rewritten)
+        raise RuleFileError(f"{path}: a verification report (of {doc['rule_file']}), not a rule file")
     if doc.get("format", FORMAT) != FORMAT:
         raise RuleFileError(f"{path}: rule format {doc.get('format')} is not supported (expected {FORMAT})")
     read = RuleFile(path, [], meta={k: v for k, v in doc.items() if k not in ("format", "rules")})

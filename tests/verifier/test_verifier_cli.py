@@ -60,6 +60,19 @@ def test_bad_file_is_a_one_line_error(tmp_path, capsys):
     assert "error:" in capsys.readouterr().err
 
 
+def test_a_report_given_for_its_rule_file_is_a_one_line_error_and_left_as_it_is(rule_file, capsys):
+    """A shell glob (rules/handwritten_*.json) also names the reports: each is refused, not read as rules and
+    rewritten."""
+    assert main([str(rule_file), "--workers", "1", "--quiet"]) == 0
+    report = report_path(rule_file)
+    before = report.read_bytes()
+    capsys.readouterr()
+    assert main([str(report), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "a verification report (of sample.json), not a rule file" in err and len(err.strip().splitlines()) == 1
+    assert report.read_bytes() == before and not report_path(report).exists()
+
+
 def test_add_verify_command_registers_a_subcommand():
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="cmd")
