@@ -162,6 +162,64 @@ def test_in_nhwc_mish_and_softplus_need_no_transposes_around_them(run_module, rn
     _all_nhwc(mish_softplus_block(), {"l-log": 2}, 2, run_module, rng)
 
 
+def reductions_block():
+    """Reductions and softmaxes over an NCHW tensor's axes between convs, as other people's code writes them:
+    a channels-first layer norm written out (ConvNeXt's and EdgeNeXt's own repositories), CBAM's spatial attention
+    (the channel mean and max, a 7x7 conv), ConvNeXt-V2's global response norm (a sum of squares over H and W,
+    its mean over C) and a spatial softmax over W."""
+    m = Model(16)
+    a = m.conv("x", 3, 8, 3, pads=[1, 1, 1, 1])
+    c1 = m.const([1])
+    d = m.op("Sub", [a, m.op("ReduceMean", [a, c1], keepdims=1)])
+    var = m.op("ReduceMean", [m.op("Pow", [d, m.const(2.0, np.float32)]), c1], keepdims=1)
+    n = m.op("Div", [d, m.op("Sqrt", [m.op("Add", [var, m.const(1e-6, np.float32)])])])
+    c = m.conv(m.op("Add", [m.op("Mul", [n, m.weight((8, 1, 1))]), m.weight((8, 1, 1))]), 8, 8, 3, pads=[1, 1, 1, 1])
+    pooled = m.op("Concat", [m.op("ReduceMean", [c, c1], keepdims=1), m.op("ReduceMax", [c, c1], keepdims=1)], axis=1)
+    c = m.op("Mul", [c, m.op("Sigmoid", [m.conv(pooled, 2, 1, 7, pads=[3, 3, 3, 3])])])
+    g = m.op("Sqrt", [m.op("ReduceSum", [m.op("Mul", [c, c]), m.const([2, 3])], keepdims=1)])
+    g = m.op("Div", [g, m.op("Add", [m.op("ReduceMean", [g, c1], keepdims=1), m.const(1e-6, np.float32)])])
+    c = m.op("Add", [m.op("Add", [m.op("Mul", [m.weight((1, 8, 1, 1)), m.op("Mul", [c, g])]),
+                                  m.weight((1, 8, 1, 1))]), c])
+    y = m.conv(m.op("Softmax", [m.conv(c, 8, 4, 1)], axis=3), 4, 4, 1)
+    return m.build([("x", F32, [1, 3, 6, 5])], [(y, F32, [1, 4, 6, 5])])
+
+
+def test_in_nhwc_reductions_and_softmaxes_over_any_axes_need_no_transposes_around_them(run_module, rng):
+    """The layout rules carry the transposes through reductions over C (kept), H and W and softmaxes over W: the
+    function transposes its input and its output only."""
+    _all_nhwc(reductions_block(), {"l-mean1-keep": 4, "l-max1-keep": 1, "l-pow-scalar": 1, "l-sum23-keep": 1,
+                                   "l-softmax3": 1}, 2, run_module, rng)
+
+
+def gated_block():
+    """Per-channel operands computed in NCHW between convs: a squeeze-and-excitation gate made by linear layers
+    and expanded (senet.pytorch's `x * y.expand_as(x)`), ECA's gate (a 1-D conv over the channels, viewed as
+    (N, C, 1, 1)) and a diffusion U-Net's timestep embedding, projected and added as emb[:, :, None, None]."""
+    m = Model(17)
+    x = m.op("Relu", [m.conv("x", 3, 8, 3, pads=[1, 1, 1, 1])])
+    pooled = m.op("Reshape", [m.op("GlobalAveragePool", [x]), m.const([1, 8])])
+    hidden = m.op("Relu", [m.op("Add", [m.op("MatMul", [pooled, m.weight((8, 2))]), m.weight((2,))])])
+    gate = m.op("Sigmoid", [m.op("Add", [m.op("MatMul", [hidden, m.weight((2, 8))]), m.weight((8,))])])
+    gate = m.op("Reshape", [gate, m.const([1, 8, 1, 1])])
+    x = m.op("Relu", [m.conv(m.op("Mul", [x, m.op("Expand", [gate, m.const([1, 8, 6, 5])])]), 8, 8, 3,
+                             pads=[1, 1, 1, 1])])
+    eca = m.op("Conv", [m.op("Reshape", [m.op("GlobalAveragePool", [x]), m.const([1, 1, 8])]),
+                        m.weight((1, 1, 3))], pads=[1, 1])
+    x = m.op("Mul", [x, m.op("Sigmoid", [m.op("Reshape", [eca, m.const([1, 8, 1, 1])])])])
+    emb = m.op("Gemm", [m.op("Sigmoid", ["t"]), m.weight((4, 8)), m.weight((8,))])
+    x = m.op("Add", [m.conv(x, 8, 8, 1), m.op("Unsqueeze", [emb, m.const([2, 3])])])
+    y = m.conv(x, 8, 4, 1)
+    return m.build([("x", F32, [1, 3, 6, 5]), ("t", F32, [1, 4])], [(y, F32, [1, 4, 6, 5])])
+
+
+def test_in_nhwc_per_channel_gates_and_embeddings_computed_in_nchw_need_no_transposes(run_module, rng):
+    """l-mul-gate and l-add-gate carry the transposes past operands of (N, C, 1, 1), each turned to NHWC by a
+    reshape (its size-1 axes move no element), and the gate's expand is dropped: the function transposes its
+    input and its output only."""
+    out = _all_nhwc(gated_block(), {"l-mul-gate": 2, "l-add-gate": 1}, 2, run_module, rng)
+    assert not _calls(out, "relax.broadcast_to")
+
+
 def token_attention_block():
     """A diffusers VAE's attention between convs: the NCHW map reshaped to tokens (N, C, H * W) and transposed
     to (N, H * W, C), single-head attention with linear projections, transposed and reshaped back, added to its

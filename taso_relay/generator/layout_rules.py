@@ -7,8 +7,9 @@ transposes between them cancel. These rules are the steps of that: a conv
 becomes the NHWC conv between transposes, the NHWC-to-NCHW transpose moves down
 through element-wise operators, batch norms, group norms (Relax's, and PyTorch's
 exported spelling), concats, channel splits and shuffles, pools, resizes, pads
-(reflect and edge too), slices and spatial means and variances (a head's, an
-instance norm's), and meets the next conv's NCHW-to-NHWC transpose, where the
+(reflect and edge too), slices, softmaxes and reductions over any of C, H and
+W (a head's mean, an instance norm's variance, a layer norm over channels
+written out), and meets the next conv's NCHW-to-NHWC transpose, where the
 pair cancels.
 
 A transpose that other operators still read stays for them: every rule that
@@ -31,11 +32,15 @@ OIHW_TO_HWIO = (2, 3, 1, 0)
 CHW_TO_HWC = (1, 2, 0)  # a rank-3 per-channel weight, (C, 1, 1) => (1, 1, C)
 # instance norms (ONNX InstanceNormalization: mean, variance, sqrt, div) and others' element-wise ops too
 UNARY = ("relu", "sigmoid", "tanh", "silu", "gelu", "gelu_tanh", "sqrt", "rsqrt", "exp", "log", "abs", "neg", "erf")
-BINARY = ("add", "mul", "sub", "div", "maximum", "minimum")
+BINARY = ("add", "mul", "sub", "div", "maximum", "minimum", "pow")  # pow: a layer norm written out squares (x - mean)
 # clip's bounds are literals to the verifier: MobileNets' relu6 and hardsigmoid's clip only
 CLIPS = {"relu6": {"min": 0.0, "max": 6.0}, "clip01": {"min": 0.0, "max": 1.0}}
-HW_MEANS = (((2, 3), (1, 2)),)  # a head's spatial mean, NCHW axes => NHWC (graphs store reduce axes sorted, >= 0)
-HW_REDUCTIONS = ("mean", "variance")  # the variance: an instance norm's (CycleGAN's, style transfer's)
+# reductions over any of an NCHW tensor's C, H and W: a head's spatial mean, an instance norm's variance (CycleGAN's),
+# a channels-first layer norm written out (ConvNeXt's and EdgeNeXt's own code: mean over C), CBAM's channel mean and
+# max, a global response norm's sum over H and W, a global max pool as ReduceMax
+REDUCTIONS = ("mean", "variance", "sum", "max", "min")
+REDUCE_AXES = ((1,), (2,), (3,), (1, 2), (1, 3), (2, 3), (1, 2, 3))  # as graphs store them: sorted, >= 0
+SOFTMAX_AXES = (1, 2, 3)  # over channels, or a spatial softmax (keypoint heads, MobileViT-v2's over its patches)
 MAX_CONCAT = 13  # concats the transpose moves through in one rule; Z3 proves the 13-input rule in 0.5-6 s, the 16-input
 # one in 2.5-11 s and the 20-input one in 90 s (E-matching meets every bracketing of the concat on the way)
 WIDE_CONCAT = 64  # DenseNet concatenates every earlier layer of a block (25 inputs in DenseNet-121, 49 in -201):
@@ -195,11 +200,25 @@ def nhwc_rules() -> list[dict]:
     for op in BINARY:
         for left in (False,) if get_op(op).commutative else (False, True):  # the matcher commutes operands
             rules.append(_scalar(op, left))
-    for op in HW_REDUCTIONS:
-        for nchw, nhwc_axes in HW_MEANS:
-            for keep in (False, True):
-                rules.append(_hw_reduction(op, nchw, nhwc_axes, keep))
+            rules.append(_gate(op, left))
+    for axis in SOFTMAX_AXES:
+        rules.append(_pushed(f"l-softmax{axis}", "layout-push", "softmax", {"axis": axis}, ["y"], nhwc,
+                             out_attrs={"axis": TO_NCHW[axis]}))
+    rules += [_reduction(op, axes, keep) for op in REDUCTIONS for axes in REDUCE_AXES for keep in (False, True)
+              if keep or dropped_in_order(axes)]
     return rules
+
+
+def nhwc_axes(nchw_axes) -> list[int]:
+    """The axes of an NHWC tensor that its NCHW reading's `nchw_axes` are, sorted."""
+    return sorted(TO_NCHW[a] for a in nchw_axes)
+
+
+def dropped_in_order(nchw_axes) -> bool:
+    """Whether reducing `nchw_axes` away leaves the same axes in the same order in either layout (C reduced,
+    or only N and C left), so that no transpose is needed after the reduction."""
+    left = [TO_NCHW[a] for a in range(4) if a not in nchw_axes]
+    return left == sorted(left)
 
 
 def _nhwc_pairs(widths: str) -> str:
@@ -229,11 +248,24 @@ def _scalar(op, left):
                  ["rank(s) == 0"])
 
 
-def _hw_reduction(op, nchw, nhwc_axes, keep):
-    """mean(T y) (or its variance) over H and W => mean(y) over its H and W, transposed back only if the axes
-    are kept (without them the result is (N, C) in either layout: the head's last transpose goes)."""
-    name = f"l-{op}{nchw[0]}{nchw[1]}-{'keep' if keep else 'drop'}"
-    target = [_node("n", op, ["y"], axes=list(nhwc_axes), keepdims=keep)]
+def _gate(op, left):
+    """op(T y, g) => T(op(y, g transposed to NHWC)) for a per-channel (N, C, 1, 1) operand computed in NCHW: a
+    squeeze-and-excitation gate made by linear layers, ECA's, a diffusion U-Net's timestep embedding added (or
+    op(g, T y)). Any rank-4 g would do; the sizes keep the transpose it takes to a copy of N * C values."""
+    args = ["g", "t"] if left else ["t", "g"]
+    return _rule(f"l-{op}-gate{'-left' if left else ''}", "layout-push", [("y", "any"), ("g", "any")],
+                 [_t("t", "y"), _node("o", op, args)],
+                 [_t("h", "g", TO_NHWC), _node("n", op, ["h" if a == "g" else "y" for a in args]), _t("r", "n"),
+                  _t("u", "y")],
+                 [("o", "r"), ("t", "u")], {"inputs": {"y": [1, 5, 6, 3], "g": [1, 3, 1, 1]}, "vars": {}},
+                 ["rank(g) == 4", "dim(g, 2) == 1", "dim(g, 3) == 1"])
+
+
+def _reduction(op, nchw, keep):
+    """op(T y) over NCHW axes => op(y) over the same axes of the NHWC tensor, transposed back only if the axes
+    are kept (dropped where the axes left are in the same order either way: a head's (N, C) needs no transpose)."""
+    name = f"l-{op}{''.join(map(str, nchw))}-{'keep' if keep else 'drop'}"
+    target = [_node("n", op, ["y"], axes=nhwc_axes(nchw), keepdims=keep)]
     out = "n"
     if keep:
         target.append(_t("r", "n"))

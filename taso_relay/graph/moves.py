@@ -225,7 +225,7 @@ def _best_collapse(graph: Graph, end: int, readers: Sequence[int], layout: bool)
         chain.insert(0, graph.nodes[chain[0]].inputs[0].node)
     out = graph.nodes[end].types[0].shape
     best, most = None, (0, 0, 0)
-    for start in range(len(chain) - 1):
+    for start in range(len(chain)):  # down to the last move alone: a transpose of size-1 axes is a reshape
         segment = [graph.nodes[i] for i in chain[start:]]
         source = segment[0].inputs[0]
         shape = graph.type_of(source).shape

@@ -15,6 +15,7 @@ from functools import lru_cache
 from types import SimpleNamespace
 
 from ..graph import Graph, Ref
+from ..graph.broadcasts import drop_implied_broadcasts
 from ..graph.spell_group_norms import spell_group_norms
 from ..graph.spell_shuffles import spell_shuffles
 from ..graph.cse import merge_common_subexpressions
@@ -69,6 +70,7 @@ def convert_layout(graph: Graph, layout: str = "nhwc", deadline: float | None = 
     if any(n.op == "conv2d" for n in graph.nodes):  # operators the rules carry transposes through:
         graph, _ = spell_shuffles(graph)  # ShuffleNet's, pixel shuffles
         graph, _ = spell_group_norms(graph)  # PyTorch's exported GroupNorm
+        graph, _ = drop_implied_broadcasts(graph)  # a gate's expand_as before its multiply
     matchers = layout_matchers(layout) if grouped else tuple(_DenseOnly(m) for m in layout_matchers(layout))
     changed = True
     while changed and len(trail) < limit and time.perf_counter() < deadline:

@@ -65,7 +65,7 @@ def _close(a: np.ndarray, b: np.ndarray) -> bool:
 
 # operand positions that must be non-negative: a batch norm's variance, a square root's or a logarithm's argument
 # (drawn in [0.1, 2), so positive), a spelled group norm's eps
-_NON_NEGATIVE = {"batch_norm": (4,), "sqrt": (0,), "rsqrt": (0,), "log": (0,), "exported_group_norm": (1,)}
+_NON_NEGATIVE = {"batch_norm": (4,), "sqrt": (0,), "rsqrt": (0,), "log": (0,), "pow": (0,), "exported_group_norm": (1,)}
 
 
 def _non_negative(*graphs) -> set:

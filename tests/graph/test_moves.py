@@ -129,3 +129,19 @@ def test_collapse_leaves_chains_of_weights_to_fold_constant():
     bias = b.op("transpose", b.op("reshape", b.weight("b", (3,)), shape=(1, 3, 1, 1)), perm=(0, 2, 3, 1))
     g = b.build([b.op("add", x, b.op("reshape", bias, shape=(1, 1, 1, 3)))])
     assert collapse_moves(g)[1] == []
+
+
+def test_a_lone_transpose_of_size_one_axes_is_written_as_a_reshape_and_a_real_one_is_left():
+    """ECA's (N, C, 1, 1) gate turned to NHWC moves no element: a reshape (a view), not a copy."""
+    b = GraphBuilder()
+    x = b.input("x", (2, 3, 1, 1))
+    y = b.input("y", (2, 3, 4, 1))
+    g = b.build([b.op("relu", b.op("transpose", x, perm=(0, 2, 3, 1))),
+                 b.op("relu", b.op("transpose", y, perm=(0, 2, 3, 1)))])
+    out, said = collapse_moves(g)
+    assert len(said) == 1 and "=> reshape[2, 1, 1, 3]" in said[0]
+    assert out.op_counts()["transpose"] == 1 and out.op_counts()["reshape"] == 1
+    feeds = {"x": np.arange(6, dtype=np.float32).reshape(2, 3, 1, 1),
+             "y": np.arange(24, dtype=np.float32).reshape(2, 3, 4, 1)}
+    for want, got in zip(evaluate(g, feeds), evaluate(out, feeds)):
+        np.testing.assert_array_equal(got, want)

@@ -78,7 +78,10 @@ def _layout_rule(rule_id, mutate=None):
                                      "l-concat-nest14", "l-concat-nest64", "l-concat-flatten61-3", "l-concat1",
                                      "l-resize2d", "l-channel_shuffle", "l-depth_to_space",
                                      "l-space_to_depth", "l-mirror_pad", "l-variance23-keep", "l-sqrt",
-                                     "l-leaky_relu", "l-exported_group_norm", "l-group_norm", "l-log"])
+                                     "l-leaky_relu", "l-exported_group_norm", "l-group_norm", "l-log",
+                                     "l-softmax3", "l-softmax1", "l-max1-keep", "l-mean1-drop", "l-sum123-keep",
+                                     "l-min13-drop", "l-pow", "l-pow-scalar", "l-pow-scalar-left", "l-mul-gate",
+                                     "l-sub-gate-left", "l-add-gate"])
 def test_layout_rules_are_proved(rule_id):
     assert prove_rule(_layout_rule(rule_id), timeout=20).status == PROVED
 
@@ -117,6 +120,15 @@ def _target(data, node_id):
         pad_width="=(?pw[0], ?pw[1], ?pw[6], ?pw[7], ?pw[4], ?pw[5], ?pw[2], ?pw[3])")),
     ("l-leaky_relu", lambda d: _target(d, "n")["attrs"].update(alpha=0.1)),  # one slope for every slope
     ("l-log", lambda d: _target(d, "n").update(op="exp")),  # the logarithm carried as an exponential
+    ("l-softmax3", lambda d: _target(d, "n")["attrs"].update(axis=3)),  # over C instead of W
+    ("l-softmax2", lambda d: _target(d, "n")["attrs"].update(axis=2)),  # over W instead of H
+    ("l-max1-keep", lambda d: _target(d, "n")["attrs"].update(axes=[1])),  # the max over H, not C
+    ("l-mean12-drop", lambda d: _target(d, "n")["attrs"].update(axes=[2, 3])),  # over W and C, not H and C
+    ("l-sum1-keep", lambda d: _target(d, "n").update(op="mean")),  # a sum carried as a mean
+    ("l-pow-scalar-left", lambda d: _target(d, "n").update(inputs=["y", "s"])),  # s ** y turned into y ** s
+    ("l-mul-gate", lambda d: _target(d, "h")["attrs"].update(perm=[0, 3, 1, 2])),  # the gate turned the other way
+    ("l-sub-gate-left", lambda d: _target(d, "n").update(inputs=["y", "h"])),  # g - y turned into y - g
+    ("l-add-gate", lambda d: _target(d, "n").update(inputs=["y", "g"])),  # the gate added as it is, in NCHW
     ("l-variance23-keep", lambda d: _target(d, "n")["attrs"].update(axes=[2, 3])),  # over W and C
     ("l-exported_group_norm", lambda d: _target(d, "n")["attrs"].update(axis=1)),  # H's rows grouped, not the channels
     ("l-exported_group_norm", lambda d: _target(d, "n").update(inputs=["y", "e", "b", "s"])),  # scale and shift swapped

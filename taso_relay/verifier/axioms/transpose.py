@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import itertools
 
-from ...generator.layout_rules import BINARY as LAYOUT_RULE_BINARY, CLIPS, HW_MEANS, HW_REDUCTIONS, \
-    UNARY as LAYOUT_RULE_UNARY
+from ...generator.layout_rules import BINARY as LAYOUT_RULE_BINARY, CLIPS, REDUCE_AXES, REDUCTIONS, SOFTMAX_AXES, \
+    TO_NCHW, UNARY as LAYOUT_RULE_UNARY, dropped_in_order, nhwc_axes
 from ...graph.ops.registry import get_op
 from .base import N, axiom
 from .common import ACTS, SYMS, UNARY_ACTS, ident, perms, sl
@@ -100,15 +100,22 @@ for _b in LAYOUT_RULE_BINARY:
                             shapes={"x": ("n", "h", "w", "c"), "v": ("c", 1, 1)}, both_ways=True,
                             doc="A rank-3 operand broadcasts against the (C, H, W) axes of the NCHW reading; "
                                 "transposed to (H, W, C), against the same elements of the NHWC tensor."))
-for _op, (_nchw, _nhwc), _keep in itertools.product(HW_REDUCTIONS, HW_MEANS, (False, True)):
-    _mean = N(_op, "y", axes=_nhwc, keepdims=_keep)
+for _op, _nchw, _keep in itertools.product(REDUCTIONS, REDUCE_AXES, (False, True)):
+    if not (_keep or dropped_in_order(_nchw)):
+        continue
+    _reduced = N(_op, "y", axes=tuple(nhwc_axes(_nchw)), keepdims=_keep)
     AXIOMS.append(axiom(
-        f"{_op}{_nchw[0]}{_nchw[1]}_{'keep' if _keep else 'drop'}_nhwc", "transpose",
-        N(_op, N("transpose", "y", perm=(0, 3, 1, 2)), axes=_nchw, keepdims=_keep),
-        N("transpose", _mean, perm=(0, 3, 1, 2)) if _keep else _mean,
+        f"{_op}{''.join(map(str, _nchw))}_{'keep' if _keep else 'drop'}_nhwc", "transpose",
+        N(_op, N("transpose", "y", perm=TO_NCHW), axes=_nchw, keepdims=_keep),
+        N("transpose", _reduced, perm=TO_NCHW) if _keep else _reduced,
         shapes={"y": ("n", "h", "w", "c")},
-        doc="The spatial mean (or variance) of an NHWC tensor read as NCHW is the one over its axes 1 and 2 "
-            "(read as NCHW again when the dimensions are kept)."))
+        doc="A reduction of an NHWC tensor read as NCHW is the one over the same axes of the NHWC tensor (read as "
+            "NCHW again when the dimensions are kept; dropped, the axes left are in the same order)."))
+for _axis in SOFTMAX_AXES:
+    AXIOMS.append(axiom(
+        f"softmax{_axis}_nhwc", "transpose", N("softmax", N("transpose", "y", perm=TO_NCHW), axis=_axis),
+        N("transpose", N("softmax", "y", axis=TO_NCHW[_axis]), perm=TO_NCHW), shapes={"y": ("n", "h", "w", "c")},
+        doc="A softmax of an NHWC tensor read as NCHW is the one over the same axis of the NHWC tensor, read as NCHW."))
 AXIOMS.append(axiom(
     "exported_group_norm_nhwc", "transpose",
     N("exported_group_norm", N("transpose", "y", perm=(0, 3, 1, 2)), "e", "s", "b", axis=1),
