@@ -220,6 +220,34 @@ def test_in_nhwc_per_channel_gates_and_embeddings_computed_in_nchw_need_no_trans
     assert not _calls(out, "relax.broadcast_to")
 
 
+def patch_attention_block():
+    """MobileViT-v2's block: a conv's output unfolded into 2 x 2 patches written for NCHW ((N, C, P, N') read
+    as an image by 1x1 convs), its linear attention (a softmax over the patches of a one-channel query, the
+    context summed over them, expanded and multiplied by the relu of the values), a residual add, the patches
+    folded back for a 3x3 conv."""
+    m = Model(18)
+    x = m.conv("x", 3, 8, 3, pads=[1, 1, 1, 1])  # (1, 8, 4, 6)
+    x = m.op("Transpose", [m.op("Reshape", [x, m.const([1, 8, 2, 2, 3, 2])])], perm=[0, 1, 3, 5, 2, 4])
+    x = m.op("Reshape", [x, m.const([1, 8, 4, 6])])
+    q, k, v = m.op("Split", [m.conv(x, 8, 17, 1), m.const([1, 8, 8])], n_out=3, axis=1)
+    context = m.op("ReduceSum", [m.op("Mul", [k, m.op("Softmax", [q], axis=3)]), m.const([3])], keepdims=1)
+    attended = m.op("Mul", [m.op("Relu", [v]), m.op("Expand", [context, m.const([1, 8, 4, 6])])])
+    x = m.op("Add", [x, m.conv(attended, 8, 8, 1)])
+    x = m.op("Transpose", [m.op("Reshape", [x, m.const([1, 8, 2, 2, 2, 3])])], perm=[0, 1, 4, 2, 5, 3])
+    x = m.op("Reshape", [x, m.const([1, 8, 4, 6])])
+    y = m.conv(x, 8, 4, 3, pads=[1, 1, 1, 1])
+    return m.build([("x", F32, [1, 3, 4, 6])], [(y, F32, [1, 4, 4, 6])])
+
+
+def test_in_nhwc_patches_unfolded_for_1x1_convs_need_no_transposes(run_module, rng):
+    """The unfolding is written as the moves of the NHWC data and a transpose to NCHW, which the rules carry
+    through the attention and the residual add to the folding back: the function transposes its input and its
+    output, and the patches' own transposes (unfolding, folding) are all that is left (6 with the unfolding
+    written as one transpose from NCHW)."""
+    _all_nhwc(patch_attention_block(), {"l-softmax3": 1, "l-sum3-keep": 1, "moves-collapse": 3}, 2 + 2, run_module,
+              rng)
+
+
 def token_attention_block():
     """A diffusers VAE's attention between convs: the NCHW map reshaped to tokens (N, C, H * W) and transposed
     to (N, H * W, C), single-head attention with linear projections, transposed and reshaped back, added to its

@@ -169,9 +169,10 @@ def _score(steps: Sequence[Step], layout: bool) -> tuple:
     return (_transposes(steps), len(steps), 0 if placed or not layout else 1)
 
 
-def collapse_moves(graph: Graph, layout: bool = False) -> tuple[Graph, list[str]]:
+def collapse_moves(graph: Graph, layout: bool = False, carried: frozenset = frozenset()) -> tuple[Graph, list[str]]:
     """`graph` with each chain of moves that a shorter chain does alike (`_score`) replaced by it; each
-    replacement described (`describe`).
+    replacement described (`describe`). `layout`: for the layout step, whose rules carry a transpose to NCHW
+    down through the `carried` operators (`_scored_forms`).
 
     A chain ends at a move not read by exactly one other move; it starts as far back as moves go (MAX_CHAIN),
     and the nodes that die are those after the last one something else reads too. Chains of weights are
@@ -182,7 +183,7 @@ def collapse_moves(graph: Graph, layout: bool = False) -> tuple[Graph, list[str]
     for end, node in enumerate(graph.nodes):
         if node.op in MOVES and not folded[end] and not (readers[end] == 1 and graph.users[end]
                                                          and graph.nodes[graph.users[end][0][0]].op in MOVES):
-            best = _best_collapse(graph, end, readers, layout)
+            best = _best_collapse(graph, end, readers, layout, carried)
             if best is not None:
                 replaced[end] = best
     if not replaced:
@@ -217,7 +218,8 @@ def describe(graph: Graph, end: int, source: Ref, steps: Sequence[Step]) -> str:
     return f"{' -> '.join(chain)}:{graph.nodes[end].types[0]} of {graph.type_of(source)} => {written}"
 
 
-def _best_collapse(graph: Graph, end: int, readers: Sequence[int], layout: bool) -> Optional[tuple[Ref, list[Step]]]:
+def _best_collapse(graph: Graph, end: int, readers: Sequence[int], layout: bool,
+                   carried: frozenset) -> Optional[tuple[Ref, list[Step]]]:
     """The chain's input and the shorter chain that replaces the moves ending at `end`, if one scores better
     than the moves it would remove; of several starts, the one that gains most."""
     chain = [end]
@@ -234,9 +236,36 @@ def _best_collapse(graph: Graph, end: int, readers: Sequence[int], layout: bool)
         shared = [k for k, i in enumerate(chain[start:-1]) if readers[i] > 1]
         old = _score(_steps_of(segment[shared[-1] + 1:] if shared else segment), layout)
         steps = _steps_of(segment)
-        for form in shorter_forms(shape, out, steps):
-            new = _score(form, layout)
+        for form, new in _scored_forms(shape, out, steps, layout, bool(carried) and _meets_nhwc(graph, end, carried)):
             gain = tuple(o - n for o, n in zip(old, new))
-            if gain > most and same_moves(shape, steps, form):
+            if gain > most and form != steps and same_moves(shape, steps, form):
                 best, most = (source, form), gain
     return best
+
+
+def _meets_nhwc(graph: Graph, end: int, carried: frozenset, depth: int = 8) -> bool:
+    """Whether the value `end` computes reaches a transpose to NHWC (a converted conv's input) through `carried`
+    operators only (those the layout rules carry a transpose through)."""
+    seen, frontier = set(), [end]
+    for _ in range(depth):
+        frontier = [u for i in frontier for u, _ in graph.users[i] if u not in seen]
+        seen.update(frontier)
+        if any(graph.nodes[u].op == "transpose" and tuple(graph.nodes[u].attr("perm")) == NHWC for u in frontier):
+            return True
+        frontier = [u for u in frontier if graph.nodes[u].op in carried]
+    return False
+
+
+def _scored_forms(shape, out, steps, layout, carried: bool = False) -> list[tuple[list[Step], tuple]]:
+    """The shorter forms of `steps` with their scores; in the layout step, where the chain reads an NHWC value as
+    NCHW first and its result meets NHWC again (`carried`: MobileViT's unfolding of a conv's output into patches
+    that 1x1 convs read), also the forms that move the data to the output read in NHWC and end with the
+    transpose to NCHW, which the layout rules carry on down to cancel: that transpose counts as the one the
+    chain started with, moved."""
+    forms = [(f, _score(f, layout)) for f in shorter_forms(shape, out, steps)]
+    if carried and len(out) == 4 and len(steps) > 1 and steps[0] == ("transpose", {"perm": NCHW}):
+        nhwc_out = tuple(out[p] for p in NHWC)
+        forms += [(f + [("transpose", {"perm": NCHW})], (_transposes(f), len(f), 0))
+                  for f in shorter_forms(shape, nhwc_out, list(steps) + [("transpose", {"perm": NHWC})])
+                  if f[:1] != steps[:1]]  # (a chain written so would be offered this again: once is enough)
+    return forms

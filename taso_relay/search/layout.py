@@ -39,6 +39,13 @@ def layout_matchers(layout: str) -> tuple[Matcher, ...]:
     return tuple(Matcher(r) for r in rules)
 
 
+@lru_cache(maxsize=None)
+def carried_ops(layout: str) -> frozenset:
+    """The operators `layout`'s rules carry a transpose through (all their source operators but the convs they
+    convert and the transposes they move)."""
+    return frozenset(n.op for m in layout_matchers(layout) for n in m.rule.source) - {"transpose", "conv2d"}
+
+
 class _DenseOnly:
     """A matcher's matches less the conversions of grouped convs (depthwise ones included)."""
 
@@ -64,7 +71,8 @@ def convert_layout(graph: Graph, layout: str = "nhwc", deadline: float | None = 
     until a round changes nothing; then the chains of transposes and reshapes left are written shorter
     where they can be, and the rounds go on. Each rule only moves an NHWC-to-NCHW transpose down the
     graph, cancels a pair, or turns an NCHW conv into an NHWC one, and each chain written has fewer
-    transposes or nodes (or its one transpose where the rules move it), so the rounds end."""
+    transposes or nodes (or its one transpose where the rules move it, or, once, the transpose to NCHW it
+    started with moved to its end for them), so the rounds end."""
     deadline = time.perf_counter() + 60.0 if deadline is None else deadline
     trail: list[tuple[Match, Graph]] = []
     if any(n.op == "conv2d" for n in graph.nodes):  # operators the rules carry transposes through:
@@ -84,7 +92,7 @@ def convert_layout(graph: Graph, layout: str = "nhwc", deadline: float | None = 
             # at the rules' fixpoint: the chains of moves they left where a transpose met a reshape, written
             # shorter or with the transpose last for the rules to carry on (graph/moves.py)
             before = graph
-            graph, said = collapse_moves(graph, layout=True)
+            graph, said = collapse_moves(graph, layout=True, carried=carried_ops(layout))
             trail.extend((Collapsed(where), before) for where in said)
             changed = bool(said)
     complete = not changed and time.perf_counter() < deadline  # a round cut short is not the fixpoint

@@ -8,7 +8,7 @@ import pytest
 
 from taso_relay.graph import GraphBuilder
 from taso_relay.graph.interpreter import evaluate
-from taso_relay.graph.moves import axes_map, collapse_moves, moved, same_moves, shorter_forms
+from taso_relay.graph.moves import MOVES, axes_map, collapse_moves, moved, same_moves, shorter_forms
 
 
 def T(*perm):
@@ -145,3 +145,39 @@ def test_a_lone_transpose_of_size_one_axes_is_written_as_a_reshape_and_a_real_on
              "y": np.arange(24, dtype=np.float32).reshape(2, 3, 4, 1)}
     for want, got in zip(evaluate(g, feeds), evaluate(out, feeds)):
         np.testing.assert_array_equal(got, want)
+
+
+def _unfolded_patches(conv_reads: bool = True):
+    """MobileViT's unfolding of an NHWC conv's output into 2 x 2 patches, written for NCHW: (N, C, H, W) to
+    (N, C, nh, ph, nw, pw), to (N, C, ph, pw, nh, nw), to (N, C, P, N'); then a relu, and the transpose to NHWC
+    a converted 1x1 conv reads (`conv_reads`; else a matmul of attention heads reads it)."""
+    b = GraphBuilder()
+    y = b.input("y", (1, 4, 6, 3))
+    x = b.op("transpose", y, perm=(0, 3, 1, 2))
+    x = b.op("reshape", b.op("transpose", b.op("reshape", x, shape=(1, 3, 2, 2, 3, 2)), perm=(0, 1, 3, 5, 2, 4)),
+             shape=(1, 3, 4, 6))
+    x = b.op("relu", x)
+    if conv_reads:
+        return b.build([b.op("transpose", x, perm=(0, 2, 3, 1))])
+    return b.build([b.op("matmul", x, b.weight("w", (6, 2)))])
+
+
+def test_in_the_layout_step_an_unfolding_of_an_nhwc_value_ends_with_the_transpose_to_nchw():
+    """The layout rules carry that last transpose on down (through the residual add to the folding back), so the
+    chain is written as the moves of the NHWC data and then NHWC to NCHW; elsewhere as one transpose."""
+    g = _unfolded_patches()
+    out, said = collapse_moves(g, layout=True, carried=frozenset({"relu"}))
+    ops = [(n.op, n.attr("perm") if n.op == "transpose" else None) for n in out.nodes if n.op in MOVES]
+    assert len(said) == 1 and ops[-2:] == [("transpose", (0, 3, 1, 2)), ("transpose", (0, 2, 3, 1))], said
+    assert len(ops) == 5  # reshape, transpose, reshape of the NHWC data
+    plain, _ = collapse_moves(g)
+    assert plain.op_counts()["transpose"] == 2  # its own and the conv's
+    # where nothing carried the transpose away, the next collapse writes the one-transpose form, and stops there
+    again, _ = collapse_moves(out, layout=True, carried=frozenset({"relu"}))
+    assert again.op_counts()["transpose"] == 2 and collapse_moves(again, layout=True)[1] == []
+    # read by no conv (EfficientViT's heads), or through an operator the rules do not carry it through: one transpose
+    for other, carried in ((_unfolded_patches(conv_reads=False), frozenset({"relu"})), (g, frozenset())):
+        assert collapse_moves(other, layout=True, carried=carried)[0].op_counts()["transpose"] == 1 + (other is g)
+    y = np.arange(72, dtype=np.float32).reshape(1, 4, 6, 3)
+    for got in (evaluate(out, {"y": y})[0], evaluate(plain, {"y": y})[0], evaluate(again, {"y": y})[0]):
+        np.testing.assert_array_equal(got, evaluate(g, {"y": y})[0])
