@@ -97,10 +97,9 @@ def first_output(model, keyword: str, **fixed):
             self.model = model
 
         def forward(self, x):
-            return self.model(**{keyword: x}, **fixed)[0]
+            out = self.model(**{keyword: x}, **fixed)
+            return out[0] if isinstance(out, tuple) else out.to_tuple()[0]
 
-    if hasattr(model, "config"):  # (a submodule without a config is given return_dict=False in `fixed`)
-        model.config.return_dict = False
     return First()
 
 
