@@ -227,6 +227,7 @@ def _best_collapse(graph: Graph, end: int, readers: Sequence[int], layout: bool,
         chain.insert(0, graph.nodes[chain[0]].inputs[0].node)
     out = graph.nodes[end].types[0].shape
     best, most = None, (0, 0, 0)
+    meets = bool(carried) and _meets_nhwc(graph, end, carried)  # (the chain's end is the same for every start)
     for start in range(len(chain)):  # down to the last move alone: a transpose of size-1 axes is a reshape
         segment = [graph.nodes[i] for i in chain[start:]]
         source = segment[0].inputs[0]
@@ -236,7 +237,7 @@ def _best_collapse(graph: Graph, end: int, readers: Sequence[int], layout: bool,
         shared = [k for k, i in enumerate(chain[start:-1]) if readers[i] > 1]
         old = _score(_steps_of(segment[shared[-1] + 1:] if shared else segment), layout)
         steps = _steps_of(segment)
-        for form, new in _scored_forms(shape, out, steps, layout, bool(carried) and _meets_nhwc(graph, end, carried)):
+        for form, new in _scored_forms(shape, out, steps, layout, meets):
             gain = tuple(o - n for o, n in zip(old, new))
             if gain > most and form != steps and same_moves(shape, steps, form):
                 best, most = (source, form), gain
@@ -256,14 +257,14 @@ def _meets_nhwc(graph: Graph, end: int, carried: frozenset, depth: int = 8) -> b
     return False
 
 
-def _scored_forms(shape, out, steps, layout, carried: bool = False) -> list[tuple[list[Step], tuple]]:
+def _scored_forms(shape, out, steps, layout, meets: bool = False) -> list[tuple[list[Step], tuple]]:
     """The shorter forms of `steps` with their scores; in the layout step, where the chain reads an NHWC value as
-    NCHW first and its result meets NHWC again (`carried`: MobileViT's unfolding of a conv's output into patches
+    NCHW first and its result meets NHWC again (`meets`: MobileViT's unfolding of a conv's output into patches
     that 1x1 convs read), also the forms that move the data to the output read in NHWC and end with the
     transpose to NCHW, which the layout rules carry on down to cancel: that transpose counts as the one the
     chain started with, moved."""
     forms = [(f, _score(f, layout)) for f in shorter_forms(shape, out, steps)]
-    if carried and len(out) == 4 and len(steps) > 1 and steps[0] == ("transpose", {"perm": NCHW}):
+    if meets and len(out) == 4 and len(steps) > 1 and steps[0] == ("transpose", {"perm": NCHW}):
         nhwc_out = tuple(out[p] for p in NHWC)
         forms += [(f + [("transpose", {"perm": NCHW})], (_transposes(f), len(f), 0))
                   for f in shorter_forms(shape, nhwc_out, list(steps) + [("transpose", {"perm": NHWC})])

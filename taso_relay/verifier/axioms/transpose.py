@@ -52,8 +52,8 @@ AXIOMS.append(axiom(
 
 # What the layout rules (generator/layout_rules.py) carry an NHWC-to-NCHW transpose through beyond
 # the activations above: conv nets' other activations and element-wise binaries (rank 4 only, the
-# rules' rank), with a scalar too, relu6 and hardsigmoid's clips as literals (MobileNets), and the
-# global mean of a classifier head.
+# rules' rank), with a scalar too, relu6 and hardsigmoid's clips as literals (MobileNets), and
+# reductions and softmaxes over any of C, H and W (their axes literals too).
 LAYOUT_UNARY = tuple(u for u in LAYOUT_RULE_UNARY if u not in UNARY_ACTS)
 LAYOUT_BINARY = tuple(b for b in LAYOUT_RULE_BINARY if b not in ("add", "mul"))  # those two: every rank, above
 _P4 = perms(4)
