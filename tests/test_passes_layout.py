@@ -248,6 +248,18 @@ def test_in_nhwc_patches_unfolded_for_1x1_convs_need_no_transposes(run_module, r
               rng)
 
 
+def mixed_precision_block():
+    """A float32 model computing a block in float16 between casts (mixed precision as exported)."""
+    m = Model(19)
+    x = m.op("Cast", [m.conv("x", 3, 8, 3, pads=[1, 1, 1, 1])], to=10)  # FLOAT16
+    x = m.op("Cast", [m.op("Relu", [m.op("Mul", [x, x])])], to=1)  # FLOAT
+    return m.build([("x", F32, [1, 3, 6, 5])], [(m.conv(x, 8, 4, 1), F32, [1, 4, 6, 5])])
+
+
+def test_in_nhwc_casts_need_no_transposes_around_them(run_module, rng):
+    _all_nhwc(mixed_precision_block(), {"l-cast-float16": 1, "l-cast-float32": 1}, 2, run_module, rng)
+
+
 def token_attention_block():
     """A diffusers VAE's attention between convs: the NCHW map reshaped to tokens (N, C, H * W) and transposed
     to (N, H * W, C), single-head attention with linear projections, transposed and reshaped back, added to its

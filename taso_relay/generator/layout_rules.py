@@ -33,6 +33,9 @@ CHW_TO_HWC = (1, 2, 0)  # a rank-3 per-channel weight, (C, 1, 1) => (1, 1, C)
 # instance norms (ONNX InstanceNormalization: mean, variance, sqrt, div) and others' element-wise ops too
 UNARY = ("relu", "sigmoid", "tanh", "silu", "gelu", "gelu_tanh", "sqrt", "rsqrt", "exp", "log", "abs", "neg", "erf")
 BINARY = ("add", "mul", "sub", "div", "maximum", "minimum", "pow")  # pow: a layer norm written out squares (x - mean)
+# casts of mixed precision (a float16 model's norms and softmaxes computed in float32 between casts); the dtype is a
+# literal to the verifier
+CASTS = ("float16", "float32")
 # clip's bounds are literals to the verifier: MobileNets' relu6 and hardsigmoid's clip only
 CLIPS = {"relu6": {"min": 0.0, "max": 6.0}, "clip01": {"min": 0.0, "max": 1.0}}
 # reductions over any of an NCHW tensor's C, H and W: a head's spatial mean, an instance norm's variance (CycleGAN's),
@@ -133,6 +136,8 @@ def nhwc_rules() -> list[dict]:
                          {"inputs": {"y": [1, 5, 6, 3]}, "vars": {"a": 0.2}}))
     for name, bounds in CLIPS.items():
         rules.append(_pushed(f"l-{name}", "layout-push", "clip", bounds, ["y"], nhwc))
+    for dtype in CASTS:
+        rules.append(_pushed(f"l-cast-{dtype}", "layout-push", "cast", {"dtype": dtype}, ["y"], nhwc))
     for op in BINARY:
         rules.append(_pushed(f"l-{op}", "layout-push", op, {}, ["x", "y"],
                              {"inputs": {"x": [1, 5, 6, 3], "y": [1, 5, 6, 3]}, "vars": {}}))

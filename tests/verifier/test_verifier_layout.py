@@ -81,7 +81,7 @@ def _layout_rule(rule_id, mutate=None):
                                      "l-leaky_relu", "l-exported_group_norm", "l-group_norm", "l-log",
                                      "l-softmax3", "l-softmax1", "l-max1-keep", "l-mean1-drop", "l-sum123-keep",
                                      "l-min13-drop", "l-pow", "l-pow-scalar", "l-pow-scalar-left", "l-mul-gate",
-                                     "l-sub-gate-left", "l-add-gate"])
+                                     "l-sub-gate-left", "l-add-gate", "l-cast-float16"])
 def test_layout_rules_are_proved(rule_id):
     assert prove_rule(_layout_rule(rule_id), timeout=20).status == PROVED
 
@@ -129,6 +129,7 @@ def _target(data, node_id):
     ("l-mul-gate", lambda d: _target(d, "h")["attrs"].update(perm=[0, 3, 1, 2])),  # the gate turned the other way
     ("l-sub-gate-left", lambda d: _target(d, "n").update(inputs=["y", "h"])),  # g - y turned into y - g
     ("l-add-gate", lambda d: _target(d, "n").update(inputs=["y", "g"])),  # the gate added as it is, in NCHW
+    ("l-cast-float16", lambda d: _target(d, "n")["attrs"].update(dtype="float32")),  # cast to another type
     ("l-variance23-keep", lambda d: _target(d, "n")["attrs"].update(axes=[2, 3])),  # over W and C
     ("l-exported_group_norm", lambda d: _target(d, "n")["attrs"].update(axis=1)),  # H's rows grouped, not the channels
     ("l-exported_group_norm", lambda d: _target(d, "n").update(inputs=["y", "e", "b", "s"])),  # scale and shift swapped

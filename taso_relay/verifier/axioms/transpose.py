@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import itertools
 
-from ...generator.layout_rules import BINARY as LAYOUT_RULE_BINARY, CLIPS, REDUCE_AXES, REDUCTIONS, SOFTMAX_AXES, \
-    TO_NCHW, UNARY as LAYOUT_RULE_UNARY, dropped_in_order, nhwc_axes
+from ...generator.layout_rules import BINARY as LAYOUT_RULE_BINARY, CASTS, CLIPS, REDUCE_AXES, REDUCTIONS, \
+    SOFTMAX_AXES, TO_NCHW, UNARY as LAYOUT_RULE_UNARY, dropped_in_order, nhwc_axes
 from ...graph.ops.registry import get_op
 from .base import N, axiom
 from .common import ACTS, SYMS, UNARY_ACTS, ident, perms, sl
@@ -77,6 +77,12 @@ for _name, _bounds in CLIPS.items():
                         domains={"p": _P4}, both_ways=True,
                         doc=f"clip({_bounds['min']}, {_bounds['max']}) is element-wise: it commutes with any "
                             "transpose."))
+for _dtype in CASTS:
+    AXIOMS.append(axiom(f"transpose4_cast_{_dtype}", "transpose",
+                        N("transpose", N("cast", "x", dtype=_dtype), perm="?p"),
+                        N("cast", N("transpose", "x", perm="?p"), dtype=_dtype), shapes={"x": _X4},
+                        domains={"p": _P4}, both_ways=True,
+                        doc=f"A cast to {_dtype} is element-wise: it commutes with any transpose."))
 for _b in LAYOUT_RULE_BINARY:  # a rank-0 operand (hardswish's x + 3): broadcast the same in either layout
     for _side, _args in (("right", ("x", "s")), ("left", ("s", "x"))):
         if (_b, _side) == ("mul", "right") or (_side == "left" and get_op(_b).commutative):
