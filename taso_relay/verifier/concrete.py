@@ -64,7 +64,8 @@ def _close(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 # operand positions that must be non-negative: a batch norm's variance, a square root's or a logarithm's argument
-# (drawn in [0.1, 2), so positive), a spelled group norm's eps
+# and a power's base (drawn in [0.1, 2), so positive: a negative base to a fractional power is NaN), a spelled group
+# norm's eps
 _NON_NEGATIVE = {"batch_norm": (4,), "sqrt": (0,), "rsqrt": (0,), "log": (0,), "pow": (0,), "exported_group_norm": (1,)}
 
 
